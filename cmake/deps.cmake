@@ -1,0 +1,31 @@
+# Every dependency is found here; a missing one stops configure with one line naming
+# the Debian package that provides it.
+find_package(PkgConfig QUIET)
+if(NOT PKG_CONFIG_FOUND)
+  message(FATAL_ERROR "forgia: pkg-config not found; install the Debian package pkg-config")
+endif()
+
+macro(forgia_require_pc var module debpkg)
+  pkg_check_modules(${var} QUIET IMPORTED_TARGET GLOBAL ${module})
+  if(NOT ${var}_FOUND)
+    message(FATAL_ERROR "forgia: ${module} not found; install the Debian package ${debpkg}")
+  endif()
+endmacro()
+
+forgia_require_pc(HWLOC hwloc libhwloc-dev)
+forgia_require_pc(CJSON libcjson libcjson-dev)
+forgia_require_pc(OPENBLAS openblas libopenblas-dev)
+
+find_package(OpenMP QUIET COMPONENTS C CXX)
+if(NOT OpenMP_C_FOUND)
+  message(FATAL_ERROR "forgia: OpenMP not found; install the Debian package libgomp1 (gcc) or libomp-dev (clang)")
+endif()
+set(THREADS_PREFER_PTHREAD_FLAG ON)
+find_package(Threads REQUIRED)
+
+if(FORGIA_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    message(FATAL_ERROR "forgia: GoogleTest not found; install the Debian package libgtest-dev")
+  endif()
+endif()

@@ -1,0 +1,17 @@
+# Numerics contract (DESIGN.md): no contraction anywhere, so CPU and CUDA round alike.
+add_compile_options(
+  $<$<COMPILE_LANGUAGE:C,CXX>:-ffp-contract=off>
+  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>
+  $<$<COMPILE_LANGUAGE:C,CXX>:-Wall>
+  $<$<COMPILE_LANGUAGE:C,CXX>:-Wextra>
+  $<$<COMPILE_LANGUAGE:C>:-Wstrict-prototypes>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)
+if(FORGIA_WERROR)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-Werror> $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+endif()
+if(FORGIA_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${FORGIA_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>)
+  add_link_options(-fsanitize=${FORGIA_SANITIZE})
+endif()

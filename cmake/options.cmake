@@ -1,0 +1,8 @@
+set(FORGIA_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc and the toolkit are found), ON or OFF")
+set_property(CACHE FORGIA_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(FORGIA_SANITIZE "" CACHE STRING "Sanitizers for every target, e.g. address,undefined")
+option(FORGIA_WERROR "Treat warnings as errors" OFF)
+option(FORGIA_BUILD_TESTS "Build the GoogleTest suite" ON)
+option(FORGIA_BUILD_BENCH "Build the benchmarks" ON)
+option(FORGIA_FUZZ "Build libFuzzer targets (clang only)" OFF)
+option(BUILD_SHARED_LIBS "Build libforgia as a shared library" OFF)

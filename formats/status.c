@@ -1,0 +1,78 @@
+#include "forgia/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FG_ERR_CAP 1024
+
+static _Thread_local char fg_err_buf[FG_ERR_CAP];
+
+static const char *const fg_status_names[FG_STATUS_COUNT] = {
+  [FG_OK] = "FG_OK",
+  [FG_ERR_INVALID_ARG] = "FG_ERR_INVALID_ARG",
+  [FG_ERR_NOMEM] = "FG_ERR_NOMEM",
+  [FG_ERR_IO] = "FG_ERR_IO",
+  [FG_ERR_NOT_FOUND] = "FG_ERR_NOT_FOUND",
+  [FG_ERR_UNSUPPORTED] = "FG_ERR_UNSUPPORTED",
+  [FG_ERR_OVERFLOW] = "FG_ERR_OVERFLOW",
+  [FG_ERR_RANGE] = "FG_ERR_RANGE",
+  [FG_ERR_TYPE] = "FG_ERR_TYPE",
+  [FG_ERR_NONFINITE] = "FG_ERR_NONFINITE",
+  [FG_ERR_STATE] = "FG_ERR_STATE",
+  [FG_ERR_NO_DEVICE] = "FG_ERR_NO_DEVICE",
+  [FG_ERR_DEVICE] = "FG_ERR_DEVICE",
+  [FG_ERR_DEVICE_NOMEM] = "FG_ERR_DEVICE_NOMEM",
+  [FG_ERR_TRUNCATED] = "FG_ERR_TRUNCATED",
+  [FG_ERR_BAD_MAGIC] = "FG_ERR_BAD_MAGIC",
+  [FG_ERR_BAD_VERSION] = "FG_ERR_BAD_VERSION",
+  [FG_ERR_BAD_DTYPE] = "FG_ERR_BAD_DTYPE",
+  [FG_ERR_BAD_SHAPE] = "FG_ERR_BAD_SHAPE",
+  [FG_ERR_BAD_ALIGNMENT] = "FG_ERR_BAD_ALIGNMENT",
+  [FG_ERR_BAD_OFFSET] = "FG_ERR_BAD_OFFSET",
+  [FG_ERR_DUPLICATE] = "FG_ERR_DUPLICATE",
+  [FG_ERR_BAD_VALUE_TYPE] = "FG_ERR_BAD_VALUE_TYPE",
+  [FG_ERR_BAD_STRING] = "FG_ERR_BAD_STRING",
+  [FG_ERR_HEADER_TOO_SMALL] = "FG_ERR_HEADER_TOO_SMALL",
+  [FG_ERR_HEADER_TOO_LARGE] = "FG_ERR_HEADER_TOO_LARGE",
+  [FG_ERR_INVALID_HEADER_START] = "FG_ERR_INVALID_HEADER_START",
+  [FG_ERR_HEADER_NOT_UTF8] = "FG_ERR_HEADER_NOT_UTF8",
+  [FG_ERR_INVALID_JSON] = "FG_ERR_INVALID_JSON",
+  [FG_ERR_INVALID_OFFSET] = "FG_ERR_INVALID_OFFSET",
+  [FG_ERR_TENSOR_INVALID_INFO] = "FG_ERR_TENSOR_INVALID_INFO",
+  [FG_ERR_METADATA_NOT_STRING] = "FG_ERR_METADATA_NOT_STRING",
+  [FG_ERR_MISALIGNED_SLICE] = "FG_ERR_MISALIGNED_SLICE",
+  [FG_ERR_BAD_ROW] = "FG_ERR_BAD_ROW",
+};
+
+const char *fg_status_name(fg_status s) {
+  if ((unsigned)s >= FG_STATUS_COUNT || !fg_status_names[s]) return "FG_ERR_UNKNOWN";
+  return fg_status_names[s];
+}
+
+const char *fg_last_error(void) { return fg_err_buf; }
+
+void fg_clear_error(void) { fg_err_buf[0] = '\0'; }
+
+fg_status fg_failv(fg_status s, const char *fmt, va_list ap) {
+  vsnprintf(fg_err_buf, FG_ERR_CAP, fmt, ap);
+  return s;
+}
+
+fg_status fg_fail(fg_status s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fg_failv(s, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+fg_status fg_fail_prefix(fg_status s, const char *fmt, ...) {
+  char prefix[FG_ERR_CAP], old[FG_ERR_CAP];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  memcpy(old, fg_err_buf, FG_ERR_CAP);
+  snprintf(fg_err_buf, FG_ERR_CAP, "%s%s", prefix, old);
+  return s;
+}

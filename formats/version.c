@@ -1,0 +1,3 @@
+#include "forgia/version.h"
+
+const char *fg_version(void) { return FORGIA_VERSION_STRING; }

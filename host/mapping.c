@@ -1,0 +1,139 @@
+#define _GNU_SOURCE
+#include "forgia/mapping.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct fg_mapping {
+  atomic_int refs;
+  const uint8_t *data;
+  size_t size;
+  int kind; /* 0 mmap, 1 owned buffer, 2 borrowed */
+  char *path;
+};
+
+static fg_status fg_mapping_new(const char *path, fg_mapping **out) {
+  fg_mapping *m = calloc(1, sizeof *m);
+  if (!m) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  m->path = strdup(path);
+  if (!m->path) {
+    free(m);
+    return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  }
+  atomic_init(&m->refs, 1);
+  *out = m;
+  return FG_OK;
+}
+
+fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) {
+  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_open: NULL argument");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fg_fail(errno == ENOENT ? FG_ERR_NOT_FOUND : FG_ERR_IO, "%s: open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return fg_fail(FG_ERR_IO, "%s: stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return fg_fail(FG_ERR_IO, "%s: not a regular file", path);
+  }
+  fg_mapping *m;
+  fg_status s = fg_mapping_new(path, &m);
+  if (s) {
+    close(fd);
+    return s;
+  }
+  m->size = (size_t)st.st_size;
+  if (m->size == 0) {
+    m->kind = 1;
+  } else if (mode == FG_MAP_MMAP) {
+    void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      close(fd);
+      fg_mapping_release(m);
+      return fg_fail(FG_ERR_IO, "%s: mmap of %zu bytes: %s", path, (size_t)st.st_size, strerror(e));
+    }
+    m->data = p;
+    m->kind = 0;
+  } else {
+    uint8_t *buf = malloc(m->size);
+    if (!buf) {
+      close(fd);
+      fg_mapping_release(m);
+      return fg_fail(FG_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, (size_t)st.st_size);
+    }
+    size_t got = 0;
+    while (got < m->size) {
+      ssize_t r = read(fd, buf + got, m->size - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        int e = errno;
+        free(buf);
+        close(fd);
+        fg_mapping_release(m);
+        return fg_fail(FG_ERR_IO, "%s: read at offset %zu: %s", path, got, r == 0 ? "file shrank" : strerror(e));
+      }
+      got += (size_t)r;
+    }
+    m->data = buf;
+    m->kind = 1;
+  }
+  close(fd);
+  *out = m;
+  return FG_OK;
+}
+
+fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out) {
+  if ((!data && size) || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_wrap: NULL argument");
+  fg_mapping *m;
+  fg_status s = fg_mapping_new("<memory>", &m);
+  if (s) return s;
+  m->data = size ? data : NULL;
+  m->size = size;
+  m->kind = 2;
+  *out = m;
+  return FG_OK;
+}
+
+const uint8_t *fg_mapping_data(const fg_mapping *m) { return m ? m->data : NULL; }
+size_t fg_mapping_size(const fg_mapping *m) { return m ? m->size : 0; }
+const char *fg_mapping_path(const fg_mapping *m) { return m ? m->path : ""; }
+
+fg_mapping *fg_mapping_retain(fg_mapping *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+  return m;
+}
+
+void fg_mapping_release(fg_mapping *m) {
+  if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+  if (m->kind == 0 && m->data) munmap((void *)m->data, m->size);
+  if (m->kind == 1) free((void *)m->data);
+  free(m->path);
+  free(m);
+}
+
+static void fg_mapping_advise(const fg_mapping *m, uint64_t off, uint64_t len, int advice) {
+  if (!m || m->kind != 0 || off >= m->size || len == 0) return;
+  if (len > m->size - off) len = m->size - off;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)m->data + off) & ~(page - 1);
+  uintptr_t hi = (uintptr_t)m->data + off + len;
+  (void)madvise((void *)lo, hi - lo, advice);
+}
+
+void fg_mapping_prefetch(const fg_mapping *m, uint64_t off, uint64_t len) {
+  fg_mapping_advise(m, off, len, MADV_WILLNEED);
+}
+
+void fg_mapping_release_pages(const fg_mapping *m, uint64_t off, uint64_t len) {
+  fg_mapping_advise(m, off, len, MADV_DONTNEED);
+}

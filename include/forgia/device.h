@@ -1,0 +1,102 @@
+/* Devices: the CPU and CUDA GPUs behind one API.
+ *
+ * A device is opened by string: "cpu", "cuda" (= "cuda:0"), "cuda:N" or "auto". "auto"
+ * reads FORGIA_DEVICE when set, else picks GPU 0 when one is present, else the CPU, and
+ * says which on stderr once per process. Each backend implements one table of function
+ * pointers (host/backend.h); everything here dispatches through it.
+ *
+ * Memory returned by fg_device_alloc lives on the device (host memory for the CPU);
+ * copies name their direction. Streams order work on one device; the CPU backend runs
+ * every stream operation synchronously, so its events are complete when recorded. */
+#ifndef FORGIA_DEVICE_H
+#define FORGIA_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forgia/dtype.h"
+#include "forgia/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fg_device_kind { FG_DEVICE_CPU = 0, FG_DEVICE_CUDA = 1 } fg_device_kind;
+
+typedef enum fg_copy_kind {
+  FG_COPY_H2D = 0,  /* host memory -> device memory */
+  FG_COPY_D2H = 1,  /* device memory -> host memory */
+  FG_COPY_D2D = 2,  /* device memory -> device memory (same device) */
+} fg_copy_kind;
+
+typedef struct fg_device fg_device;
+typedef struct fg_stream fg_stream;
+typedef struct fg_event fg_event;
+
+typedef struct fg_device_info {
+  fg_device_kind kind;
+  int index;               /* CUDA ordinal; 0 for the CPU */
+  char name[256];          /* "NVIDIA H200" or the CPU model */
+  uint64_t total_mem;      /* bytes: device memory, or host RAM for the CPU */
+  uint64_t free_mem;
+  int cc_major, cc_minor;  /* compute capability (0 for the CPU) */
+  int multiprocessors;     /* SMs, or logical cores for the CPU */
+  int numa_node;           /* nearest NUMA node (hwloc), -1 when unknown */
+  int numa_cores;          /* physical cores on that node (all cores for the CPU) */
+  char pci_bus_id[32];     /* "0000:3b:00.0"; empty for the CPU */
+} fg_device_info;
+
+/* Number of CUDA devices usable by this process (0 in a CPU-only build or without a GPU). */
+int fg_cuda_device_count(void);
+/* True when this build contains the CUDA backend. */
+bool fg_build_has_cuda(void);
+
+fg_status fg_device_open(const char *spec, fg_device **out);
+void fg_device_close(fg_device *dev); /* NULL-safe; the caller freed its allocations */
+fg_status fg_device_query(const fg_device *dev, fg_device_info *out);
+fg_device_kind fg_device_kind_of(const fg_device *dev);
+const char *fg_device_spec(const fg_device *dev); /* "cpu" or "cuda:N" */
+
+/* Memory. Allocations are at least 256-byte aligned. fg_device_free is NULL-safe. */
+fg_status fg_device_alloc(fg_device *dev, size_t bytes, void **out);
+void fg_device_free(fg_device *dev, void *ptr);
+fg_status fg_device_memset(fg_device *dev, void *ptr, int value, size_t bytes);
+fg_status fg_device_copy(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind);
+fg_status fg_device_sync(fg_device *dev);
+
+/* Pinned (page-locked) host memory, for fast asynchronous transfers. On the CPU backend
+ * this is ordinary aligned host memory. numa_node >= 0 binds the pages to that node. */
+fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void **out);
+void fg_host_free_pinned(fg_device *dev, void *ptr);
+
+/* Streams and events. */
+fg_status fg_stream_create(fg_device *dev, fg_stream **out);
+void fg_stream_destroy(fg_stream *s);
+fg_status fg_stream_sync(fg_stream *s);
+fg_status fg_device_copy_async(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind,
+                               fg_stream *s);
+fg_status fg_event_create(fg_device *dev, fg_event **out);
+void fg_event_destroy(fg_event *e);
+fg_status fg_event_record(fg_event *e, fg_stream *s);
+fg_status fg_event_sync(fg_event *e);
+/* FG_OK when complete; *done says whether the work before the record has finished. */
+fg_status fg_event_query(fg_event *e, bool *done);
+fg_status fg_stream_wait_event(fg_stream *s, fg_event *e);
+/* Milliseconds between two recorded, completed events. */
+fg_status fg_event_elapsed_ms(fg_event *start, fg_event *end, float *ms);
+
+/* Elementwise conversion of n elements in device memory (s may be NULL: synchronous).
+ * Pairs: f32 -> f16/bf16/f32 and f16/bf16/f32 -> f32; the same bits on every backend
+ * (elem/half.h). */
+fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dst_type, const void *src, fg_dtype src_type, size_t n,
+                     fg_stream *s);
+
+/* Sum and sum of squares of n f32 values in device memory, in f64 on the fixed grid of
+ * elem/reduce.h: the result is the same bits on every device and for any thread count. */
+fg_status fg_reduce_sum_sumsq(fg_device *dev, const float *x, size_t n, double *sum, double *sumsq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,45 @@
+/* Read-only views of files: memory-mapped (MAP_PRIVATE) or read into memory.
+ *
+ * A mapping is reference counted so that parsed files can hand out borrowed pointers
+ * that outlive the parser (fg_mapping_retain before closing the parser, release later). */
+#ifndef FORGIA_MAPPING_H
+#define FORGIA_MAPPING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forgia/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fg_map_mode {
+  FG_MAP_MMAP = 0,   /* mmap the whole file read-only (pages read on demand) */
+  FG_MAP_READ = 1,   /* read the whole file into an owned buffer */
+} fg_map_mode;
+
+typedef struct fg_mapping fg_mapping;
+
+/* Opens path. An empty file gives a mapping of size 0 with data == NULL. */
+fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out);
+/* Wraps caller-owned bytes without copying; the caller keeps them alive. */
+fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out);
+
+const uint8_t *fg_mapping_data(const fg_mapping *m);   /* borrowed; NULL when size is 0 */
+size_t fg_mapping_size(const fg_mapping *m);
+const char *fg_mapping_path(const fg_mapping *m);      /* "<memory>" for wrapped bytes */
+
+/* Reference counting: open/wrap return a count of 1; release at 0 unmaps. NULL-safe. */
+fg_mapping *fg_mapping_retain(fg_mapping *m);
+void fg_mapping_release(fg_mapping *m);
+
+/* Paging hints for [off, off+len) clamped to the mapping; no-ops for read/wrapped
+ * mappings. Errors are ignored: hints never fail a load. */
+void fg_mapping_prefetch(const fg_mapping *m, uint64_t off, uint64_t len);  /* MADV_WILLNEED */
+void fg_mapping_release_pages(const fg_mapping *m, uint64_t off, uint64_t len); /* MADV_DONTNEED */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+// Helpers shared by the tests: temporary directories, running the CLI, GPU presence.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fgt {
+
+// A fresh directory under the build tree, removed at destruction.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  std::string file(const std::string &name) const { return path + "/" + name; }
+};
+
+// Runs a shell command; returns its exit status and fills out with stdout (stderr kept apart).
+int run(const std::string &cmd, std::string *out = nullptr, std::string *err = nullptr);
+
+std::vector<uint8_t> read_file(const std::string &path);
+void write_file(const std::string &path, const void *data, size_t n);
+
+// True when a CUDA device can be opened in this process.
+bool have_cuda();
+
+// Deterministic test values (splitmix64-based), independent of the library under test.
+std::vector<float> gaussian(size_t n, uint64_t seed, float scale = 1.0f);
+
+}  // namespace fgt
+
+#define FGT_REQUIRE_CUDA()                                                   \
+  do {                                                                       \
+    if (!fgt::have_cuda()) GTEST_SKIP() << "no CUDA device present: " << fg_last_error(); \
+  } while (0)
