@@ -52,6 +52,9 @@ typedef enum fg_status {
   FG_ERR_MISALIGNED_SLICE,
   /* quantization */
   FG_ERR_BAD_ROW,          /* row length not a multiple of the block, or slice size mismatch */
+  /* safetensors, continued */
+  FG_ERR_INVALID_HEADER_LENGTH, /* 8 + header length runs past the end of the input */
+  FG_ERR_INCOMPLETE_BUFFER,     /* data section not covered exactly (short file or trailing bytes) */
   FG_STATUS_COUNT
 } fg_status;
 
