@@ -104,6 +104,18 @@ fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out) {
   return FG_OK;
 }
 
+fg_status fg_mapping_adopt(void *data, size_t size, const char *name, fg_mapping **out) {
+  if ((!data && size) || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_adopt: NULL argument");
+  fg_mapping *m;
+  fg_status s = fg_mapping_new(name ? name : "<memory>", &m);
+  if (s) return s;
+  m->data = data;
+  m->size = size;
+  m->kind = 1;
+  *out = m;
+  return FG_OK;
+}
+
 const uint8_t *fg_mapping_data(const fg_mapping *m) { return m ? m->data : NULL; }
 size_t fg_mapping_size(const fg_mapping *m) { return m ? m->size : 0; }
 const char *fg_mapping_path(const fg_mapping *m) { return m ? m->path : ""; }

@@ -26,6 +26,10 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out);
 /* Wraps caller-owned bytes without copying; the caller keeps them alive. */
 fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out);
 
+/* Takes ownership of a malloc'd buffer (freed when the last reference goes); on failure
+ * the buffer is still the caller's. name is copied ("<memory>" when NULL). */
+fg_status fg_mapping_adopt(void *data, size_t size, const char *name, fg_mapping **out);
+
 const uint8_t *fg_mapping_data(const fg_mapping *m);   /* borrowed; NULL when size is 0 */
 size_t fg_mapping_size(const fg_mapping *m);
 const char *fg_mapping_path(const fg_mapping *m);      /* "<memory>" for wrapped bytes */
