@@ -75,6 +75,10 @@ fg_status fg_fail_prefix(fg_status s, const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, fg_err_buf, FG_ERR_CAP);
-  snprintf(fg_err_buf, FG_ERR_CAP, "%s%s", prefix, old);
+  size_t lp = strnlen(prefix, FG_ERR_CAP - 1), lo = strnlen(old, FG_ERR_CAP - 1);
+  if (lp + lo > FG_ERR_CAP - 1) lo = FG_ERR_CAP - 1 - lp;
+  memcpy(fg_err_buf, prefix, lp);
+  memcpy(fg_err_buf + lp, old, lo);
+  fg_err_buf[lp + lo] = '\0';
   return s;
 }

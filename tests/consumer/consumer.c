@@ -1,0 +1,16 @@
+/* A program outside the project, built against the installed package. */
+#include <forgia/forgia.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void) {
+  fg_device *d;
+  if (fg_device_open("cpu", &d) != FG_OK) return 1;
+  float x[3] = {1.0f, -2.0f, 3.0f};
+  double sum, sumsq;
+  if (fg_reduce_sum_sumsq(d, x, 3, &sum, &sumsq) != FG_OK || sum != 2.0 || sumsq != 14.0) return 2;
+  fg_device_close(d);
+  if (fg_device_open("bogus", &d) != FG_ERR_INVALID_ARG || strstr(fg_last_error(), "bogus") == NULL) return 3;
+  printf("consumer ok: forgia %s, %s\n", fg_version(), fg_status_name(FG_ERR_TRUNCATED));
+  return 0;
+}
