@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run HERE (a machine with Debian's registry): downloads the -dev packages the build needs
+# into .gpu-debs/ (git-ignored), to be carried to the GPU machine, which reaches no registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .gpu-debs
+cd .gpu-debs
+apt-get update -qq
+pkgs=(libhwloc-dev libhwloc15 libcjson-dev libcjson1 libopenblas-dev libopenblas0 libopenblas0-pthread
+      libopenblas-pthread-dev libgtest-dev libgfortran5 libudev-dev libudev1 libltdl7 libnuma1 libxml2 pkg-config
+      libpkgconf3 pkgconf pkgconf-bin)
+apt-get download "${pkgs[@]}" 2>&1 | tail -n 2
+ls -1 | wc -l
