@@ -1,0 +1,189 @@
+/* Row codecs: contracts (sizes, finiteness), dispatch by dtype, and the OpenMP loops.
+ * The loops run over the flat block index of all rows; every block is encoded or decoded on
+ * its own, so the bytes do not depend on the thread count or the schedule. */
+#include "forgia/quant.h"
+
+#include <math.h>
+
+#include "formats/quant_internal.h"
+#include "forgia/elem/quant_decode.h"
+
+typedef void (*fg_qblock_dec)(const uint8_t *b, float *y);
+
+static const fg_qblock_enc fg_enc_tab[FG_GGML_TYPE_COUNT] = {
+  [FG_Q4_0] = fg_qenc_q4_0, [FG_Q4_1] = fg_qenc_q4_1, [FG_Q5_0] = fg_qenc_q5_0,
+  [FG_Q5_1] = fg_qenc_q5_1, [FG_Q8_0] = fg_qenc_q8_0, [FG_Q8_1] = fg_qenc_q8_1,
+  [FG_Q2_K] = fg_qenc_q2_K, [FG_Q3_K] = fg_qenc_q3_K, [FG_Q4_K] = fg_qenc_q4_K,
+  [FG_Q5_K] = fg_qenc_q5_K, [FG_Q6_K] = fg_qenc_q6_K, [FG_Q8_K] = fg_qenc_q8_K,
+  [FG_TQ1_0] = fg_qenc_tq1_0, [FG_TQ2_0] = fg_qenc_tq2_0, [FG_IQ4_NL] = fg_qenc_iq4_nl,
+  [FG_IQ4_XS] = fg_qenc_iq4_xs, [FG_MXFP4] = fg_qenc_mxfp4, [FG_NVFP4] = fg_qenc_nvfp4,
+  [FG_Q1_0] = fg_qenc_q1_0, [FG_Q2_0] = fg_qenc_q2_0,
+};
+
+static const fg_qblock_dec fg_dec_tab[FG_GGML_TYPE_COUNT] = {
+  [FG_Q4_0] = fg_dequant_q4_0, [FG_Q4_1] = fg_dequant_q4_1, [FG_Q5_0] = fg_dequant_q5_0,
+  [FG_Q5_1] = fg_dequant_q5_1, [FG_Q8_0] = fg_dequant_q8_0, [FG_Q8_1] = fg_dequant_q8_1,
+  [FG_Q2_K] = fg_dequant_q2_K, [FG_Q3_K] = fg_dequant_q3_K, [FG_Q4_K] = fg_dequant_q4_K,
+  [FG_Q5_K] = fg_dequant_q5_K, [FG_Q6_K] = fg_dequant_q6_K, [FG_Q8_K] = fg_dequant_q8_K,
+  [FG_TQ1_0] = fg_dequant_tq1_0, [FG_TQ2_0] = fg_dequant_tq2_0, [FG_IQ4_NL] = fg_dequant_iq4_nl,
+  [FG_IQ4_XS] = fg_dequant_iq4_xs, [FG_MXFP4] = fg_dequant_mxfp4, [FG_NVFP4] = fg_dequant_nvfp4,
+  [FG_Q1_0] = fg_dequant_q1_0, [FG_Q2_0] = fg_dequant_q2_0,
+};
+
+static bool fg_is_scalar(fg_dtype t) { return t == FG_F32 || t == FG_F16 || t == FG_BF16; }
+
+bool fg_quant_can_encode(fg_dtype t) {
+  return fg_is_scalar(t) || ((int)t >= 0 && t < FG_GGML_TYPE_COUNT && fg_enc_tab[t] != NULL);
+}
+
+bool fg_quant_can_decode(fg_dtype t) {
+  return fg_is_scalar(t) || ((int)t >= 0 && t < FG_GGML_TYPE_COUNT && fg_dec_tab[t] != NULL);
+}
+
+/* Work below this many elements stays on the calling thread (a parallel region costs more). */
+#define FG_QUANT_PAR_MIN_ELEMS 16384
+
+/* Validates type, shape and slice size; *nblocks gets the total block count. */
+static fg_status fg_quant_check(fg_dtype t, bool encode, const void *fp, const void *bp,
+                                int64_t nrows, int64_t n, size_t bytes, int64_t *nblocks) {
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const char *verb = encode ? "encode" : "decode";
+  if (!tr) return fg_fail(FG_ERR_BAD_DTYPE, "quant %s: invalid dtype %d", verb, (int)t);
+  if (encode ? !fg_quant_can_encode(t) : !fg_quant_can_decode(t)) {
+    if (encode && (t == FG_IQ2_XXS || t == FG_IQ2_XS || t == FG_IQ2_S || t == FG_IQ3_XXS ||
+                   t == FG_IQ3_S || t == FG_IQ1_S || t == FG_IQ1_M))
+      return fg_fail(FG_ERR_UNSUPPORTED, "quant encode: %s has no reference quantizer here "
+                     "(its ggml quantizer needs lookup grids and, for some, an importance matrix)", tr->name);
+    if (!encode && tr->is_quant)
+      return fg_fail(FG_ERR_UNSUPPORTED, "quant decode: %s is not supported yet "
+                     "(its ggml dequantizer needs lookup grids this build does not carry)", tr->name);
+    return fg_fail(FG_ERR_UNSUPPORTED, "quant %s: %s is not a ggml float or block type", verb, tr->name);
+  }
+  if (n < 0 || nrows < 0)
+    return fg_fail(FG_ERR_INVALID_ARG, "quant %s %s: negative row length %lld or row count %lld",
+                   verb, tr->name, (long long)n, (long long)nrows);
+  if (n % tr->block_elems != 0)
+    return fg_fail(FG_ERR_BAD_ROW, "quant %s %s: row length %lld is not a multiple of the %u-element block",
+                   verb, tr->name, (long long)n, tr->block_elems);
+  uint64_t row_bytes = (uint64_t)(n / tr->block_elems) * tr->block_bytes;
+  if (nrows != 0 && row_bytes > UINT64_MAX / (uint64_t)nrows)
+    return fg_fail(FG_ERR_OVERFLOW, "quant %s %s: %lld rows of %lld elements overflow", verb, tr->name,
+                   (long long)nrows, (long long)n);
+  const uint64_t want = row_bytes * (uint64_t)nrows;
+  if ((uint64_t)bytes != want)
+    return fg_fail(FG_ERR_BAD_ROW, "quant %s %s: byte slice is %zu bytes, expected %llu "
+                   "(%lld rows x %lld elements = %llu bytes per row)", verb, tr->name, bytes,
+                   (unsigned long long)want, (long long)nrows, (long long)n, (unsigned long long)row_bytes);
+  if (want != 0 && (fp == NULL || bp == NULL))
+    return fg_fail(FG_ERR_INVALID_ARG, "quant %s %s: NULL buffer", verb, tr->name);
+  *nblocks = (n / tr->block_elems) * nrows;
+  return FG_OK;
+}
+
+static void fg_enc_scalar(fg_dtype t, const float *x, uint8_t *y, int64_t n) {
+  int64_t i;
+  switch (t) {
+    case FG_F32:
+      memcpy(y, x, (size_t)n * 4);
+      break;
+    case FG_F16:
+#pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
+      for (i = 0; i < n; i++) fg_st_le16(y + 2 * i, fg_f32_to_f16(x[i]));
+      break;
+    default:
+#pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
+      for (i = 0; i < n; i++) fg_st_le16(y + 2 * i, fg_f32_to_bf16(x[i]));
+      break;
+  }
+}
+
+static void fg_dec_scalar(fg_dtype t, const uint8_t *b, float *y, int64_t n) {
+  int64_t i;
+  switch (t) {
+    case FG_F32:
+      memcpy(y, b, (size_t)n * 4);
+      break;
+    case FG_F16:
+#pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
+      for (i = 0; i < n; i++) y[i] = fg_ld_f16(b + 2 * i);
+      break;
+    default:
+#pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
+      for (i = 0; i < n; i++) y[i] = fg_bf16_to_f32(fg_ld_le16(b + 2 * i));
+      break;
+  }
+}
+
+/* Index of the first non-finite value of x[0..n), or -1. */
+static int64_t fg_first_nonfinite(const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if ((fg_f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u) return i;
+  return -1;
+}
+
+fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int64_t n,
+                               void *dst, size_t dst_bytes) {
+  int64_t nb;
+  fg_status st = fg_quant_check(t, true, src, dst, nrows, n, dst_bytes, &nb);
+  if (st != FG_OK) return st;
+  if (nb == 0) return FG_OK;
+  uint8_t *y = (uint8_t *)dst;
+  if (fg_is_scalar(t)) {
+    fg_enc_scalar(t, src, y, nb);
+    return FG_OK;
+  }
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const int64_t be = tr->block_elems, bb = tr->block_bytes;
+  const fg_qblock_enc enc = fg_enc_tab[t];
+  int64_t bad = INT64_MAX; /* smallest flat index of a non-finite input */
+  int64_t i;
+#pragma omp parallel for schedule(static) if (nb * be >= FG_QUANT_PAR_MIN_ELEMS)
+  for (i = 0; i < nb; i++) {
+    const float *x = src + i * be;
+    const int64_t k = fg_first_nonfinite(x, be);
+    if (k >= 0) {
+#pragma omp critical(fg_quant_bad)
+      if (i * be + k < bad) bad = i * be + k;
+      continue;
+    }
+    enc(x, y + i * bb);
+  }
+  if (bad != INT64_MAX) {
+    const float v = src[bad];
+    if (nrows > 1)
+      return fg_fail(FG_ERR_NONFINITE, "quant encode %s: non-finite value %s at row %lld, element %lld",
+                     tr->name, isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), (long long)(bad / n),
+                     (long long)(bad % n));
+    return fg_fail(FG_ERR_NONFINITE, "quant encode %s: non-finite value %s at element %lld", tr->name,
+                   isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), (long long)bad);
+  }
+  return FG_OK;
+}
+
+fg_status fg_quant_decode_rows(fg_dtype t, const void *src, size_t src_bytes,
+                               float *dst, int64_t nrows, int64_t n) {
+  int64_t nb;
+  fg_status st = fg_quant_check(t, false, dst, src, nrows, n, src_bytes, &nb);
+  if (st != FG_OK) return st;
+  if (nb == 0) return FG_OK;
+  const uint8_t *b = (const uint8_t *)src;
+  if (fg_is_scalar(t)) {
+    fg_dec_scalar(t, b, dst, nb);
+    return FG_OK;
+  }
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const int64_t be = tr->block_elems, bb = tr->block_bytes;
+  const fg_qblock_dec dec = fg_dec_tab[t];
+  int64_t i;
+#pragma omp parallel for schedule(static) if (nb * be >= FG_QUANT_PAR_MIN_ELEMS)
+  for (i = 0; i < nb; i++) dec(b + i * bb, dst + i * be);
+  return FG_OK;
+}
+
+fg_status fg_quant_encode_row(fg_dtype t, const float *src, int64_t n, void *dst, size_t dst_bytes) {
+  return fg_quant_encode_rows(t, src, 1, n, dst, dst_bytes);
+}
+
+fg_status fg_quant_decode_row(fg_dtype t, const void *src, size_t src_bytes, float *dst, int64_t n) {
+  return fg_quant_decode_rows(t, src, src_bytes, dst, 1, n);
+}

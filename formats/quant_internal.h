@@ -1,0 +1,70 @@
+/* Per-block encoders behind fg_quant_encode_row. Each reads one block of finite floats
+ * (the caller has checked) and writes one packed block, following ggml's reference quantizer
+ * (quantize_row_*_ref without importance matrix) operation by operation in f32, so that the
+ * bytes match ggml built with -ffp-contract=off (what this project compiles with).
+ *
+ * Why no FMA emulation: gguf-py's numpy reference (gguf 0.19.0, numpy 2) computes Q4_0 and
+ * Q5_0's `x*id + 8.5` as two float32 operations (id and the products are float32 arrays), i.e.
+ * the uncontracted form. That is also ggml's form under -ffp-contract=off, so one code path
+ * matches both; the parity test in tests/interop proves it byte for byte. */
+#ifndef FORGIA_FORMATS_QUANT_INTERNAL_H
+#define FORGIA_FORMATS_QUANT_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "forgia/elem/half.h"
+
+
+typedef void (*fg_qblock_enc)(const float *x, uint8_t *y);
+
+/* Float to int32 as x86's cvttss2si: truncate toward zero; NaN and out-of-range give
+ * INT32_MIN. ggml's (int8_t)/(uint8_t)/lroundf casts compile to this on x86-64, so the
+ * degenerate cases (id = 1/d overflowing for subnormal blocks) keep ggml's bytes. */
+static inline int32_t fg_cvtt_i32(float f) {
+  if (!(f >= -2147483648.0f && f < 2147483648.0f)) return INT32_MIN;
+  return (int32_t)f;
+}
+
+/* ggml's nearest_int: add 1.5 * 2^23 and read the mantissa bits; round half to even for
+ * |f| <= 4194303, deterministic garbage beyond (kept, for parity). */
+static inline int fg_nearest_int(float f) {
+  float v = f + 12582912.0f;
+  int32_t i = (int32_t)fg_f32_bits(v);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+static inline void fg_st_le16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static inline void fg_st_le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* quant_simple.c */
+void fg_qenc_q4_0(const float *x, uint8_t *y);
+void fg_qenc_q4_1(const float *x, uint8_t *y);
+void fg_qenc_q5_0(const float *x, uint8_t *y);
+void fg_qenc_q5_1(const float *x, uint8_t *y);
+void fg_qenc_q8_0(const float *x, uint8_t *y);
+void fg_qenc_q8_1(const float *x, uint8_t *y);
+void fg_qenc_q1_0(const float *x, uint8_t *y);
+void fg_qenc_q2_0(const float *x, uint8_t *y);
+/* quant_kquants.c */
+void fg_qenc_q2_K(const float *x, uint8_t *y);
+void fg_qenc_q3_K(const float *x, uint8_t *y);
+void fg_qenc_q4_K(const float *x, uint8_t *y);
+void fg_qenc_q5_K(const float *x, uint8_t *y);
+void fg_qenc_q6_K(const float *x, uint8_t *y);
+void fg_qenc_q8_K(const float *x, uint8_t *y);
+/* quant_ternary_fp4.c */
+void fg_qenc_tq1_0(const float *x, uint8_t *y);
+void fg_qenc_tq2_0(const float *x, uint8_t *y);
+void fg_qenc_mxfp4(const float *x, uint8_t *y);
+void fg_qenc_nvfp4(const float *x, uint8_t *y);
+/* quant_iq.c */
+void fg_qenc_iq4_nl(const float *x, uint8_t *y);
+void fg_qenc_iq4_xs(const float *x, uint8_t *y);
+
+#endif

@@ -1,0 +1,105 @@
+/* Per-block decoders of the k-quants (256-element super-blocks): Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K.
+ * Layouts in shared/reference/gguf-and-quant.md section 2.2. Each sub-block scale is formed
+ * first (d * sc, dmin * m), then multiplied by the code, as ggml's dequantizers do. */
+#ifndef FORGIA_ELEM_QUANT_K_H
+#define FORGIA_ELEM_QUANT_K_H
+
+#include "forgia/elem/quant_common.h"
+
+/* Q2_K, 84 bytes: scales[16] (lo = scale, hi = min), qs[64], d fp16, dmin fp16. */
+static inline FG_HD void fg_dequant_q2_K(const uint8_t *b, float *y) {
+  const uint8_t *sc = b, *qs = b + 16;
+  const float d = fg_ld_f16(b + 80), dmin = fg_ld_f16(b + 82);
+  for (int e = 0; e < 256; e++) {
+    const int half = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
+    const uint8_t k = sc[e >> 4];
+    const float dl = d * (float)(k & 15), ml = dmin * (float)(k >> 4);
+    const int q = (qs[32 * half + l] >> (2 * s)) & 3;
+    y[e] = dl * (float)q - ml;
+  }
+}
+
+/* 6-bit scale j (0..15) of Q3_K, biased by 32. */
+static inline FG_HD int fg_q3_K_scale(const uint8_t *scales, int j) {
+  int lo = j < 8 ? (scales[j] & 15) : (scales[j - 8] >> 4);
+  int hi = (scales[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
+/* Q3_K, 110 bytes: hmask[32], qs[64], scales[12], d fp16. */
+static inline FG_HD void fg_dequant_q3_K(const uint8_t *b, float *y) {
+  const uint8_t *hmask = b, *qs = b + 32, *scales = b + 96;
+  const float d = fg_ld_f16(b + 108);
+  for (int e = 0; e < 256; e++) {
+    const int half = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
+    const float dl = d * (float)fg_q3_K_scale(scales, e >> 4);
+    const int lo = (qs[32 * half + l] >> (2 * s)) & 3;
+    const int hbit = (hmask[e & 31] >> (e >> 5)) & 1;
+    y[e] = dl * (float)(lo - (hbit ? 0 : 4));
+  }
+}
+
+/* Scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K / Q5_K. */
+static inline FG_HD void fg_k4_scale_min(const uint8_t *q, int j, int *sc, int *m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+/* Q4_K, 144 bytes: d fp16, dmin fp16, scales[12], qs[128]. */
+static inline FG_HD void fg_dequant_q4_K(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b), dmin = fg_ld_f16(b + 2);
+  const uint8_t *scales = b + 4, *qs = b + 16;
+  for (int j = 0; j < 8; j++) {
+    int sc, m;
+    fg_k4_scale_min(scales, j, &sc, &m);
+    const float d1 = d * (float)sc, m1 = dmin * (float)m;
+    const uint8_t *q = qs + 32 * (j >> 1);
+    const int shift = (j & 1) * 4;
+    for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)((q[l] >> shift) & 15) - m1;
+  }
+}
+
+/* Q5_K, 176 bytes: d fp16, dmin fp16, scales[12], qh[32], qs[128]. */
+static inline FG_HD void fg_dequant_q5_K(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b), dmin = fg_ld_f16(b + 2);
+  const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
+  for (int j = 0; j < 8; j++) {
+    int sc, m;
+    fg_k4_scale_min(scales, j, &sc, &m);
+    const float d1 = d * (float)sc, m1 = dmin * (float)m;
+    const uint8_t *q = qs + 32 * (j >> 1);
+    const int shift = (j & 1) * 4;
+    for (int l = 0; l < 32; l++) {
+      const int v = ((q[l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4);
+      y[32 * j + l] = d1 * (float)v - m1;
+    }
+  }
+}
+
+/* Q6_K, 210 bytes: ql[128], qh[64], scales[16] int8, d fp16. */
+static inline FG_HD void fg_dequant_q6_K(const uint8_t *b, float *y) {
+  const uint8_t *ql = b, *qh = b + 128;
+  const int8_t *scales = (const int8_t *)(b + 192);
+  const float d = fg_ld_f16(b + 208);
+  for (int e = 0; e < 256; e++) {
+    const int h = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
+    const uint8_t lo = ql[64 * h + 32 * (s & 1) + l];
+    const int low4 = (s < 2) ? (lo & 15) : (lo >> 4);
+    const int hi2 = (qh[32 * h + l] >> (2 * s)) & 3;
+    const float dl = d * (float)scales[e >> 4];
+    y[e] = dl * (float)((low4 | (hi2 << 4)) - 32);
+  }
+}
+
+/* Q8_K, 292 bytes: d f32, qs[256] int8, bsums[16] int16 (redundant sums, not read). */
+static inline FG_HD void fg_dequant_q8_K(const uint8_t *b, float *y) {
+  const float d = fg_bits_f32(fg_ld_le32(b));
+  for (int j = 0; j < 256; j++) y[j] = d * (float)(int8_t)b[4 + j];
+}
+
+#endif

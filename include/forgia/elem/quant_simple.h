@@ -1,0 +1,81 @@
+/* Per-block decoders of ggml's 32-element families (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1) and of
+ * Q1_0 / Q2_0. Each reads one packed block and writes its elements to y in order.
+ * The products follow ggml's dequantizers operation by operation (d times the integer code,
+ * then + m), so with -ffp-contract=off / --fmad=false every backend gets ggml's floats. */
+#ifndef FORGIA_ELEM_QUANT_SIMPLE_H
+#define FORGIA_ELEM_QUANT_SIMPLE_H
+
+#include "forgia/elem/quant_common.h"
+
+/* Q4_0, 18 bytes: d fp16, qs[16]; byte j = element j (low nibble), j+16 (high). */
+static inline FG_HD void fg_dequant_q4_0(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2;
+  for (int j = 0; j < 16; j++) {
+    y[j] = (float)((qs[j] & 0x0f) - 8) * d;
+    y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+  }
+}
+
+/* Q4_1, 20 bytes: d fp16, m fp16, qs[16]. */
+static inline FG_HD void fg_dequant_q4_1(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b), m = fg_ld_f16(b + 2);
+  const uint8_t *qs = b + 4;
+  for (int j = 0; j < 16; j++) {
+    y[j] = (float)(qs[j] & 0x0f) * d + m;
+    y[j + 16] = (float)(qs[j] >> 4) * d + m;
+  }
+}
+
+/* Q5_0, 22 bytes: d fp16, qh u32 (bit j = 5th bit of element j), qs[16]. */
+static inline FG_HD void fg_dequant_q5_0(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint32_t qh = fg_ld_le32(b + 2);
+  const uint8_t *qs = b + 6;
+  for (int j = 0; j < 16; j++) {
+    int h0 = (int)((qh >> j) & 1u) << 4, h1 = (int)((qh >> (j + 16)) & 1u) << 4;
+    y[j] = (float)(((qs[j] & 0x0f) | h0) - 16) * d;
+    y[j + 16] = (float)(((qs[j] >> 4) | h1) - 16) * d;
+  }
+}
+
+/* Q5_1, 24 bytes: d fp16, m fp16, qh u32, qs[16]. */
+static inline FG_HD void fg_dequant_q5_1(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b), m = fg_ld_f16(b + 2);
+  const uint32_t qh = fg_ld_le32(b + 4);
+  const uint8_t *qs = b + 8;
+  for (int j = 0; j < 16; j++) {
+    int h0 = (int)((qh >> j) & 1u) << 4, h1 = (int)((qh >> (j + 16)) & 1u) << 4;
+    y[j] = (float)((qs[j] & 0x0f) | h0) * d + m;
+    y[j + 16] = (float)((qs[j] >> 4) | h1) * d + m;
+  }
+}
+
+/* Q8_0, 34 bytes: d fp16, qs[32] int8. */
+static inline FG_HD void fg_dequant_q8_0(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+/* Q8_1, 36 bytes: d fp16, s fp16 (d * sum of codes, unused here), qs[32] int8.
+ * ggml registers no dequantizer for Q8_1; q*d is what its layout means. */
+static inline FG_HD void fg_dequant_q8_1(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[4 + j] * d;
+}
+
+/* Q1_0, 18 bytes per 128: d fp16, qs[16]; bit j%8 of qs[j/8] set means +d, clear -d. */
+static inline FG_HD void fg_dequant_q1_0(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2;
+  for (int j = 0; j < 128; j++) y[j] = ((qs[j >> 3] >> (j & 7)) & 1) ? d : -d;
+}
+
+/* Q2_0, 18 bytes per 64: d fp16, qs[16]; element j is bits 2(j%4).. of qs[j/4], value (q-1)d. */
+static inline FG_HD void fg_dequant_q2_0(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2;
+  for (int j = 0; j < 64; j++) y[j] = (float)((int)((qs[j >> 2] >> (2 * (j & 3))) & 3) - 1) * d;
+}
+
+#endif
