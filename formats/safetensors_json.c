@@ -1,0 +1,462 @@
+/* Strict JSON for safetensors headers and index files: a lexer that enforces what cJSON
+ * lets through, then cJSON for the tree (see safetensors_internal.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/safetensors_internal.h"
+
+bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad) {
+  size_t i = 0;
+  while (i < n) {
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;       /* overlong */
+      if (c == 0xED) hi = 0x9F;       /* UTF-16 surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;       /* overlong */
+      if (c == 0xF4) hi = 0x8F;       /* above U+10FFFF */
+    } else {
+      *bad = i;
+      return false;
+    }
+    if (n - i <= need) {
+      *bad = i;
+      return false;
+    }
+    if (s[i + 1] < lo || s[i + 1] > hi) {
+      *bad = i;
+      return false;
+    }
+    for (size_t k = 2; k <= need; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) {
+        *bad = i;
+        return false;
+      }
+    }
+    i += need + 1;
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- lexer */
+
+typedef struct lexer {
+  const char *t;
+  size_t n, i;
+  const char *where;
+  uint64_t base;
+  st_tok *toks;
+  size_t ntoks, cap;
+} lexer;
+
+static fg_status lex_fail(const lexer *L, size_t pos, const char *what) {
+  return fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: %s", L->where,
+                 (unsigned long long)(L->base + pos), what);
+}
+
+static fg_status lex_push(lexer *L, st_tok tok) {
+  if (L->ntoks == L->cap) {
+    size_t cap = L->cap ? L->cap * 2 : 64;
+    st_tok *p = realloc(L->toks, cap * sizeof *p);
+    if (!p) {
+      free(tok.str);
+      return fg_fail(FG_ERR_NOMEM, "%s: out of memory lexing JSON", L->where);
+    }
+    L->toks = p;
+    L->cap = cap;
+  }
+  L->toks[L->ntoks++] = tok;
+  return FG_OK;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static bool read_hex4(const lexer *L, size_t at, unsigned *out) {
+  if (L->n - at < 4) return false;
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++) {
+    int h = hexval(L->t[at + (size_t)k]);
+    if (h < 0) return false;
+    v = v * 16 + (unsigned)h;
+  }
+  *out = v;
+  return true;
+}
+
+static size_t put_utf8(char *o, unsigned cp) {
+  if (cp < 0x80) {
+    o[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (char)(0xC0 | (cp >> 6));
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (char)(0xE0 | (cp >> 12));
+    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (char)(0xF0 | (cp >> 18));
+  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  o[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* At an opening quote. Decoded bytes are never longer than the raw ones. */
+static fg_status lex_string(lexer *L) {
+  size_t start = L->i++;
+  size_t end = L->i;
+  while (end < L->n && L->t[end] != '"') end += (L->t[end] == '\\') ? 2 : 1;
+  if (end >= L->n) return lex_fail(L, start, "unterminated string");
+  char *o = malloc(end - L->i + 1);
+  if (!o) return fg_fail(FG_ERR_NOMEM, "%s: out of memory lexing JSON", L->where);
+  size_t k = 0;
+  while (L->i < end) {
+    unsigned char c = (unsigned char)L->t[L->i];
+    if (c < 0x20) {
+      free(o);
+      return lex_fail(L, L->i, "control character inside a string");
+    }
+    if (c != '\\') {
+      o[k++] = (char)c;
+      L->i++;
+      continue;
+    }
+    char e = L->t[L->i + 1];
+    size_t at = L->i;
+    L->i += 2;
+    switch (e) {
+      case '"': o[k++] = '"'; break;
+      case '\\': o[k++] = '\\'; break;
+      case '/': o[k++] = '/'; break;
+      case 'b': o[k++] = '\b'; break;
+      case 'f': o[k++] = '\f'; break;
+      case 'n': o[k++] = '\n'; break;
+      case 'r': o[k++] = '\r'; break;
+      case 't': o[k++] = '\t'; break;
+      case 'u': {
+        unsigned cp, lo;
+        if (!read_hex4(L, L->i, &cp) || L->i + 4 > end) {
+          free(o);
+          return lex_fail(L, at, "bad \\u escape");
+        }
+        L->i += 4;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          free(o);
+          return lex_fail(L, at, "lone low surrogate escape");
+        }
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          if (L->i + 6 > end || L->t[L->i] != '\\' || L->t[L->i + 1] != 'u' ||
+              !read_hex4(L, L->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+            free(o);
+            return lex_fail(L, at, "lone high surrogate escape");
+          }
+          L->i += 6;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        k += put_utf8(o + k, cp);
+        break;
+      }
+      default:
+        free(o);
+        return lex_fail(L, at, "invalid escape");
+    }
+  }
+  o[k] = '\0';
+  L->i = end + 1;
+  st_tok tok = {.pos = (uint32_t)start, .str = o, .str_len = k};
+  return lex_push(L, tok);
+}
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? over exactly [a, b). */
+static bool number_grammar(const char *s, size_t n) {
+  size_t i = 0;
+  if (i < n && s[i] == '-') i++;
+  if (i >= n || !is_digit(s[i])) return false;
+  if (s[i] == '0') {
+    i++;
+  } else {
+    while (i < n && is_digit(s[i])) i++;
+  }
+  if (i < n && s[i] == '.') {
+    i++;
+    if (i >= n || !is_digit(s[i])) return false;
+    while (i < n && is_digit(s[i])) i++;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    if (i >= n || !is_digit(s[i])) return false;
+    while (i < n && is_digit(s[i])) i++;
+  }
+  return i == n;
+}
+
+static fg_status lex_all(lexer *L) {
+  while (L->i < L->n) {
+    char c = L->t[L->i];
+    if (c == '"') {
+      fg_status s = lex_string(L);
+      if (s) return s;
+    } else if (c == '-' || is_digit(c)) {
+      size_t a = L->i;
+      while (L->i < L->n && strchr("0123456789+-eE.", L->t[L->i]) && L->t[L->i]) L->i++;
+      if (!number_grammar(L->t + a, L->i - a)) return lex_fail(L, a, "malformed number");
+      if (L->i - a > UINT32_MAX) return lex_fail(L, a, "number too long");
+      st_tok tok = {.pos = (uint32_t)a, .len = (uint32_t)(L->i - a), .raw = L->t + a};
+      fg_status s = lex_push(L, tok);
+      if (s) return s;
+    } else if (c >= 'a' && c <= 'z') {
+      size_t a = L->i;
+      while (L->i < L->n && L->t[L->i] >= 'a' && L->t[L->i] <= 'z') L->i++;
+      size_t w = L->i - a;
+      if (!((w == 4 && !memcmp(L->t + a, "true", 4)) || (w == 5 && !memcmp(L->t + a, "false", 5)) ||
+            (w == 4 && !memcmp(L->t + a, "null", 4))))
+        return lex_fail(L, a, "unknown literal");
+    } else if (c && strchr("{}[]:, \t\r\n", c)) {
+      L->i++;
+    } else {
+      return lex_fail(L, L->i, "unexpected character (only space, tab, CR and LF are whitespace)");
+    }
+  }
+  return FG_OK;
+}
+
+/* ---------------------------------------------------------------- tree + tokens */
+
+/* cJSON has no spare field for positions, so the token index + 1 is kept in valueint
+ * (string and number nodes: their own token) and valuedouble (members: the key token);
+ * both are exact for indices below 2^31. */
+static bool annotate(cJSON *node, const st_tok *toks, size_t ntoks, size_t *cur, bool member) {
+  if (member) {
+    if (*cur >= ntoks || !toks[*cur].str) return false;
+    node->valuedouble = (double)(*cur + 1);
+    (*cur)++;
+  }
+  if (cJSON_IsString(node)) {
+    if (*cur >= ntoks || !toks[*cur].str) return false;
+    node->valueint = (int)(*cur + 1);
+    (*cur)++;
+  } else if (cJSON_IsNumber(node)) {
+    if (*cur >= ntoks || toks[*cur].str) return false;
+    node->valueint = (int)(*cur + 1);
+    (*cur)++;
+  } else if (cJSON_IsObject(node) || cJSON_IsArray(node)) {
+    bool obj = cJSON_IsObject(node);
+    for (cJSON *c = node->child; c; c = c->next)
+      if (!annotate(c, toks, ntoks, cur, obj)) return false;
+  }
+  return true;
+}
+
+fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out) {
+  memset(out, 0, sizeof *out);
+  size_t bad;
+  if (!st_utf8_valid((const uint8_t *)text, n, &bad))
+    return fg_fail(FG_ERR_HEADER_NOT_UTF8, "%s: invalid UTF-8 at byte %llu (0x%02x)", where,
+                   (unsigned long long)(base + bad), (unsigned)(uint8_t)text[bad]);
+  if (n >= (size_t)INT32_MAX) return fg_fail(FG_ERR_INVALID_JSON, "%s: JSON text of %zu bytes is too long", where, n);
+  lexer L = {.t = text, .n = n, .where = where, .base = base};
+  fg_status s = lex_all(&L);
+  if (s) goto fail;
+  /* cJSON sees a copy in which every number is "0" padded with spaces: the value comes
+   * from the token, and cJSON's own number reader (64-byte buffer, strtod) is bypassed. */
+  out->text = malloc(n + 1);
+  if (!out->text) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", where);
+    goto fail;
+  }
+  memcpy(out->text, text, n);
+  out->text[n] = '\0';
+  for (size_t k = 0; k < L.ntoks; k++) {
+    if (L.toks[k].str) continue;
+    out->text[L.toks[k].pos] = '0';
+    memset(out->text + L.toks[k].pos + 1, ' ', L.toks[k].len - 1);
+  }
+  size_t lead = 0;
+  while (lead < n && strchr(" \t\r\n", text[lead])) lead++;
+  if (lead == n) {
+    s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: EOF while parsing a value", where,
+                (unsigned long long)(base + n));
+    goto fail;
+  }
+  const char *end = NULL;
+  out->root = cJSON_ParseWithLengthOpts(out->text, n, &end, 0);
+  if (!out->root) {
+    size_t at = end && end >= out->text ? (size_t)(end - out->text) : 0;
+    s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu", where, (unsigned long long)(base + at));
+    goto fail;
+  }
+  size_t at = end ? (size_t)(end - out->text) : n;
+  while (at < n && strchr(" \t\r\n", text[at])) at++;
+  if (at != n) {
+    s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: trailing characters", where,
+                (unsigned long long)(base + at));
+    goto fail;
+  }
+  size_t cur = 0;
+  if (!annotate(out->root, L.toks, L.ntoks, &cur, false) || cur != L.ntoks) {
+    s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON (token stream disagrees with the parse tree)", where);
+    goto fail;
+  }
+  out->toks = L.toks;
+  out->ntoks = L.ntoks;
+  return FG_OK;
+fail:
+  for (size_t k = 0; k < L.ntoks; k++) free(L.toks[k].str);
+  free(L.toks);
+  cJSON_Delete(out->root);
+  free(out->text);
+  memset(out, 0, sizeof *out);
+  return s;
+}
+
+void st_json_free(st_json *j) {
+  if (!j) return;
+  for (size_t k = 0; k < j->ntoks; k++) free(j->toks[k].str);
+  free(j->toks);
+  cJSON_Delete(j->root);
+  free(j->text);
+  memset(j, 0, sizeof *j);
+}
+
+const st_tok *st_json_value_tok(const st_json *j, const cJSON *node) {
+  if (!node || !(cJSON_IsString(node) || cJSON_IsNumber(node))) return NULL;
+  size_t k = (size_t)node->valueint;
+  return (k >= 1 && k <= j->ntoks) ? &j->toks[k - 1] : NULL;
+}
+
+const st_tok *st_json_key_tok(const st_json *j, const cJSON *node) {
+  if (!node || !node->string) return NULL;
+  size_t k = (size_t)node->valuedouble;
+  return (k >= 1 && k <= j->ntoks) ? &j->toks[k - 1] : NULL;
+}
+
+bool st_tok_u64(const st_tok *t, uint64_t *out) {
+  if (!t || t->str || t->len == 0) return false;
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < t->len; i++) {
+    char c = t->raw[i];
+    if (!is_digit(c)) return false;
+    unsigned d = (unsigned)(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+/* ---------------------------------------------------------------- output buffer */
+
+void st_buf_put(st_buf *b, const void *s, size_t n) {
+  if (b->failed) return;
+  if (n > SIZE_MAX - b->len - 1) {
+    b->failed = true;
+    return;
+  }
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+      b->failed = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+void st_buf_puts(st_buf *b, const char *s) { st_buf_put(b, s, strlen(s)); }
+
+void st_buf_printf(st_buf *b, const char *fmt, ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (k < 0 || (size_t)k >= sizeof tmp) {
+    b->failed = true;
+    return;
+  }
+  st_buf_put(b, tmp, (size_t)k);
+}
+
+/* serde_json escapes quote, backslash and C0 controls (short forms where JSON has them,
+ * \u00xx lowercase otherwise) and writes everything else raw; Python's json.dumps with
+ * ensure_ascii also escapes every non-ASCII code point as \uxxxx (surrogate pairs). */
+void st_buf_json_string(st_buf *b, const char *s, size_t n, bool ascii_only) {
+  st_buf_put(b, "\"", 1);
+  size_t run = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    const char *esc = NULL;
+    char u[16];
+    size_t skip = 0;
+    switch (c) {
+      case '"': esc = "\\\""; break;
+      case '\\': esc = "\\\\"; break;
+      case '\b': esc = "\\b"; break;
+      case '\f': esc = "\\f"; break;
+      case '\n': esc = "\\n"; break;
+      case '\r': esc = "\\r"; break;
+      case '\t': esc = "\\t"; break;
+      default:
+        if (c < 0x20) {
+          snprintf(u, sizeof u, "\\u%04x", c);
+          esc = u;
+        } else if (c >= 0x80 && ascii_only) {
+          /* decode one code point (input already validated as UTF-8) */
+          unsigned cp;
+          size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+          if (i + len > n) len = n - i;
+          cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0F : 0x1F);
+          for (size_t k = 1; k < len; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            snprintf(u, sizeof u, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+          } else {
+            snprintf(u, sizeof u, "\\u%04x", cp);
+          }
+          esc = u;
+          skip = len - 1;
+        }
+    }
+    if (esc) {
+      st_buf_put(b, s + i - run, run);
+      run = 0;
+      st_buf_puts(b, esc);
+      i += skip;
+    } else {
+      run++;
+    }
+  }
+  st_buf_put(b, s + n - run, run);
+  st_buf_put(b, "\"", 1);
+}
