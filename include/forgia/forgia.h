@@ -5,6 +5,7 @@
 #include "forgia/status.h"
 #include "forgia/dtype.h"
 #include "forgia/mapping.h"
+#include "forgia/safetensors.h"
 #include "forgia/device.h"
 #include "forgia/topology.h"
 #include "forgia/version.h"
