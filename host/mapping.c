@@ -45,7 +45,7 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) 
     close(fd);
     return fg_fail(FG_ERR_IO, "%s: not a regular file", path);
   }
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_new(path, &m);
   if (s) {
     close(fd);
@@ -94,7 +94,7 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) 
 
 fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out) {
   if ((!data && size) || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_wrap: NULL argument");
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_new("<memory>", &m);
   if (s) return s;
   m->data = size ? data : NULL;
@@ -106,7 +106,7 @@ fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out) {
 
 fg_status fg_mapping_adopt(void *data, size_t size, const char *name, fg_mapping **out) {
   if ((!data && size) || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_adopt: NULL argument");
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_new(name ? name : "<memory>", &m);
   if (s) return s;
   m->data = data;

@@ -20,28 +20,23 @@ static inline FG_HD float fg_bf16_to_f32(uint16_t h) {
   return fg_bits_f32((uint32_t)h << 16);
 }
 
+/* Branch-free so that the CPU loop vectorises: the float multiplies by 2^112 and 2^-110
+ * move the value so that adding the bias constant rounds the mantissa to 10 bits (or to the
+ * subnormal grid) to nearest even in IEEE arithmetic, which every backend does identically
+ * (no FTZ, no contraction: DESIGN.md rule 2). Exhaustively checked against IEEE in tests. */
 static inline FG_HD uint16_t fg_f32_to_f16(float f) {
-  uint32_t x = fg_f32_bits(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);       /* NaN */
-  if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);      /* >= 65536: Inf (also Inf) */
-  if (ax < 0x38800000u) {                                        /* f16 subnormal or zero */
-    if (ax < 0x33000000u) return (uint16_t)sign;                 /* < 2^-25: rounds to 0 */
-    uint32_t e = ax >> 23;                                       /* 102..112 */
-    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126u - e;                                   /* 14..24 */
-    uint32_t r = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (r & 1u))) r++;
-    return (uint16_t)(sign | r);
-  }
-  /* normal: rebias exponent 127 -> 15, round the 13 dropped mantissa bits to even;
-   * a carry out of the mantissa correctly bumps the exponent (up to Inf). */
-  uint32_t r = ax - 0x38000000u;                                 /* (127-15) << 23 */
-  r = (r + 0x0fffu + ((r >> 13) & 1u)) >> 13;
-  return (uint16_t)(sign | r);
+  uint32_t w = fg_f32_bits(f);
+  float base = (fg_bits_f32(w & 0x7fffffffu) * 0x1.0p+112f) * 0x1.0p-110f;
+  uint32_t shl1_w = w + w;
+  uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xff000000u;
+  uint32_t small = 0u - (uint32_t)(bias < 0x71000000u); /* all-ones mask: select without a branch */
+  bias = (bias & ~small) | (0x71000000u & small);
+  base = fg_bits_f32((bias >> 1) + 0x07800000u) + base;
+  uint32_t bits = fg_f32_bits(base);
+  uint32_t nonsign = ((bits >> 13) & 0x00007c00u) + (bits & 0x00000fffu);
+  uint32_t nan = 0u - (uint32_t)(shl1_w > 0xff000000u);
+  return (uint16_t)((sign >> 16) | (0x7e00u & nan) | (nonsign & ~nan));
 }
 
 static inline FG_HD float fg_f16_to_f32(uint16_t h) {
