@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One topology per process: loading it walks /sys and costs milliseconds, and it never
  * changes while we run. Read-only after the once-initialisation. */
@@ -46,7 +47,9 @@ fg_status fg_topology_query(fg_topology_info *out) {
   out->l2_bytes = fg_cache_size(t, HWLOC_OBJ_L2CACHE);
   out->l3_bytes = fg_cache_size(t, HWLOC_OBJ_L3CACHE);
   hwloc_obj_t root = hwloc_get_root_obj(t);
-  out->total_memory = root->total_memory;
+  /* The kernel's own total: some VMs report less in the per-node meminfo hwloc sums. */
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  out->total_memory = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize : root->total_memory;
   hwloc_obj_t pkg = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
   const char *model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
   if (!model) model = hwloc_obj_get_info_by_name(root, "CPUModel");
