@@ -57,7 +57,7 @@ static bool ends_with(const char *s, const char *suf) {
 
 /* Reads a whole small file (index, config) with a size cap. */
 static fg_status slurp(const char *path, char **out, size_t *len) {
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_open(path, FG_MAP_READ, &m);
   if (s) return s;
   size_t n = fg_mapping_size(m);
@@ -145,8 +145,8 @@ static fg_status add_shards(fg_st_dir *d, fg_map_mode mode) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mode) {
-  char *text;
-  size_t len;
+  char *text = NULL;
+  size_t len = 0;
   fg_status s = slurp(index_path, &text, &len);
   if (s) return s;
   st_json j;
@@ -382,8 +382,8 @@ fg_status fg_st_dir_open(const char *path, fg_map_mode mode, fg_st_dir **out) {
     if (!cfg) {
       s = fg_fail(FG_ERR_NOMEM, "out of memory");
     } else if (is_file(cfg)) {
-      char *text;
-      size_t len;
+      char *text = NULL;
+      size_t len = 0;
       s = slurp(cfg, &text, &len);
       if (!s) {
         const char *end = NULL;

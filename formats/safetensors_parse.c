@@ -399,13 +399,13 @@ static fg_status check_prefix(const char *src, const uint8_t *b, uint64_t avail,
 static fg_status st_from_mapping(fg_mapping *m, const char *src, fg_st_file **out) {
   const uint8_t *b = fg_mapping_data(m);
   uint64_t len = fg_mapping_size(m);
-  uint64_t n;
+  uint64_t n = 0;
   fg_status s = check_prefix(src, b, len, &n);
   if (s) return s;
   if (8 + n > len)
     return fg_fail(FG_ERR_INVALID_HEADER_LENGTH, "%s: header length %llu runs past the end (%llu bytes, need %llu)",
                    src, (unsigned long long)n, (unsigned long long)len, (unsigned long long)(8 + n));
-  fg_st_file *f;
+  fg_st_file *f = NULL;
   if ((s = st_new(src, &f))) return s;
   uint64_t end = 0;
   if ((s = parse_header(f, b + 8, n, &end))) {
@@ -438,7 +438,7 @@ fg_status fg_st_open_mapping(fg_mapping *m, fg_st_file **out) {
 fg_status fg_st_parse(const void *bytes, size_t len, const char *source, fg_st_file **out) {
   if ((!bytes && len) || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_parse: NULL argument");
   *out = NULL;
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_wrap(bytes, len, &m);
   if (s) return s;
   s = st_from_mapping(m, source ? source : "<memory>", out);
@@ -449,7 +449,7 @@ fg_status fg_st_parse(const void *bytes, size_t len, const char *source, fg_st_f
 fg_status fg_st_open(const char *path, fg_map_mode mode, fg_st_file **out) {
   if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_open: NULL argument");
   *out = NULL;
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   fg_status s = fg_mapping_open(path, mode, &m);
   if (s) return s;
   s = st_from_mapping(m, path, out);
@@ -488,7 +488,7 @@ static fg_status read_frame(st_read_fn rd, void *ctx, const char *src, fg_st_fil
   uint8_t pre[8];
   size_t got = rd(ctx, pre, 8, &err);
   if (err) return fg_fail(FG_ERR_IO, "%s: read: %s", src, strerror(err));
-  uint64_t n;
+  uint64_t n = 0;
   fg_status s = check_prefix(src, pre, got, &n);
   if (s) return s;
   /* The whole frame lands in one buffer that the mapping adopts: header first, then
@@ -504,7 +504,7 @@ static fg_status read_frame(st_read_fn rd, void *ctx, const char *src, fg_st_fil
     return fg_fail(FG_ERR_INVALID_HEADER_LENGTH, "%s: header length %llu, the stream ended after %zu header bytes",
                    src, (unsigned long long)n, got);
   }
-  fg_st_file *probe;
+  fg_st_file *probe = NULL;
   if ((s = st_new(src, &probe))) {
     free(buf);
     return s;
@@ -546,7 +546,7 @@ static fg_status read_frame(st_read_fn rd, void *ctx, const char *src, fg_st_fil
                      (unsigned long long)end, (unsigned long long)(have - 8 - n));
     }
   }
-  fg_mapping *m;
+  fg_mapping *m = NULL;
   if ((s = fg_mapping_adopt(buf, total, src, &m))) {
     free(buf);
     return s;

@@ -183,8 +183,8 @@ static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *m
 fg_status fg_st_serialized_size(const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta, size_t nmeta,
                                 uint64_t *out) {
   if (!out) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_serialized_size: NULL out");
-  st_buf b;
-  const fg_st_write_tensor **order;
+  st_buf b = {0};
+  const fg_st_write_tensor **order = NULL;
   fg_status s = build(tensors, n, meta, nmeta, &b, &order, out);
   if (s) return s;
   free(b.p);
@@ -197,9 +197,9 @@ fg_status fg_st_serialize(const fg_st_write_tensor *tensors, size_t n, const fg_
   if (!out || !out_len) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_serialize: NULL out");
   *out = NULL;
   *out_len = 0;
-  st_buf b;
-  const fg_st_write_tensor **order;
-  uint64_t total;
+  st_buf b = {0};
+  const fg_st_write_tensor **order = NULL;
+  uint64_t total = 0;
   fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
   if (s) return s;
   if (total > SIZE_MAX) {
@@ -227,9 +227,9 @@ fg_status fg_st_serialize(const fg_st_write_tensor *tensors, size_t n, const fg_
 fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
                             size_t nmeta) {
   if (!stream) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_write_frame: NULL stream");
-  st_buf b;
-  const fg_st_write_tensor **order;
-  uint64_t total;
+  st_buf b = {0};
+  const fg_st_write_tensor **order = NULL;
+  uint64_t total = 0;
   fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
   if (s) return s;
   bool ok = fwrite(b.p, 1, b.len, stream) == b.len;
@@ -298,9 +298,9 @@ fg_status st_write_atomic(const char *path, const void *head, size_t head_len,
 fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
                      size_t nmeta) {
   if (!path) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_save: NULL path");
-  st_buf b;
-  const fg_st_write_tensor **order;
-  uint64_t total;
+  st_buf b = {0};
+  const fg_st_write_tensor **order = NULL;
+  uint64_t total = 0;
   fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
   if (s) return fg_fail_prefix(s, "%s: ", path);
   s = st_write_atomic(path, b.p, b.len, order, n);

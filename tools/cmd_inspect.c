@@ -1,0 +1,350 @@
+/* forgia inspect: the header of a GGUF file (or split) or a safetensors file/folder, as a
+ * readable summary or one JSON object. Only header pages are read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forgia/forgia.h"
+#include "util_ckpt.h"
+#include "util_json.h"
+
+const char fg_cmd_inspect_summary[] = "show the metadata and tensor directory of a GGUF or safetensors checkpoint";
+
+#define ARRAY_SUMMARY_LIMIT 64
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: forgia inspect PATH [--json] [--full]\n\n"
+          "PATH: a GGUF file, part 1 of a split GGUF (NAME-00001-of-0000N.gguf), a .safetensors\n"
+          "file, a model.safetensors.index.json or a Hugging Face folder.\n"
+          "  --json  one JSON object: format, version and alignment (GGUF), metadata\n"
+          "          (key -> {type, value}), tensors [{name, dtype, shape, offset, nbytes}]\n"
+          "  --full  arrays of more than %d elements in full (summarised otherwise);\n"
+          "          without --json, also list every tensor\n",
+          ARRAY_SUMMARY_LIMIT);
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static cJSON *gguf_scalar(const fg_gguf_array *a, uint64_t j) {
+  int64_t iv;
+  double fv;
+  bool bv;
+  fg_gguf_str sv;
+  switch (a->elem_type) {
+    case FG_GGUF_FLOAT32:
+    case FG_GGUF_FLOAT64:
+      return fg_gguf_array_float(a, j, &fv) ? NULL : cJSON_CreateNumber(fv);
+    case FG_GGUF_BOOL:
+      return fg_gguf_array_bool(a, j, &bv) ? NULL : cJSON_CreateBool(bv);
+    case FG_GGUF_STRING:
+      return fg_gguf_array_str(a, j, &sv) ? NULL : fg_cli_json_bytes(sv.ptr, (size_t)sv.len);
+    case FG_GGUF_UINT64: {
+      /* values >= 2^63 are parse errors, so the int64 getter is exact */
+      return fg_gguf_array_int(a, j, &iv) ? NULL : fg_cli_json_i64(iv);
+    }
+    default:
+      return fg_gguf_array_int(a, j, &iv) ? NULL : fg_cli_json_i64(iv);
+  }
+}
+
+static cJSON *gguf_value(const fg_gguf_file *f, uint64_t i, bool full) {
+  cJSON *o = cJSON_CreateObject();
+  fg_gguf_type t = fg_gguf_kv_type(f, i);
+  cJSON_AddStringToObject(o, "type", fg_gguf_type_name(t));
+  int64_t iv;
+  double fv;
+  bool bv;
+  fg_gguf_str sv;
+  fg_gguf_array a;
+  cJSON *v = NULL;
+  switch (t) {
+    case FG_GGUF_FLOAT32:
+    case FG_GGUF_FLOAT64:
+      if (!fg_gguf_kv_float(f, i, &fv)) v = cJSON_CreateNumber(fv);
+      break;
+    case FG_GGUF_BOOL:
+      if (!fg_gguf_kv_bool(f, i, &bv)) v = cJSON_CreateBool(bv);
+      break;
+    case FG_GGUF_STRING:
+      if (!fg_gguf_kv_str(f, i, &sv)) v = fg_cli_json_bytes(sv.ptr, (size_t)sv.len);
+      break;
+    case FG_GGUF_ARRAY:
+      if (fg_gguf_kv_array(f, i, &a)) break;
+      cJSON_AddStringToObject(o, "element_type", fg_gguf_type_name(a.elem_type));
+      cJSON_AddItemToObject(o, "length", fg_cli_json_u64(a.len));
+      if (a.len > ARRAY_SUMMARY_LIMIT && !full) return o; /* summarised: length + type */
+      v = cJSON_CreateArray();
+      for (uint64_t j = 0; v && j < a.len; j++) {
+        cJSON *e = gguf_scalar(&a, j);
+        if (!e) {
+          cJSON_Delete(v);
+          v = NULL;
+          break;
+        }
+        cJSON_AddItemToArray(v, e);
+      }
+      break;
+    default:
+      if (!fg_gguf_kv_int(f, i, &iv)) v = fg_cli_json_i64(iv);
+      break;
+  }
+  if (!v) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  cJSON_AddItemToObject(o, "value", v);
+  return o;
+}
+
+static cJSON *shape_json(const uint64_t *shape, int ndim) {
+  cJSON *a = cJSON_CreateArray();
+  for (int d = 0; d < ndim; d++) cJSON_AddItemToArray(a, fg_cli_json_u64(shape[d]));
+  return a;
+}
+
+static cJSON *tensor_json(const char *name, size_t name_len, const char *dtype, const uint64_t *shape, int ndim,
+                          uint64_t offset, uint64_t nbytes) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "name", fg_cli_json_bytes(name, name_len));
+  cJSON_AddStringToObject(o, "dtype", dtype);
+  cJSON_AddItemToObject(o, "shape", shape_json(shape, ndim));
+  cJSON_AddItemToObject(o, "offset", fg_cli_json_u64(offset));
+  cJSON_AddItemToObject(o, "nbytes", fg_cli_json_u64(nbytes));
+  return o;
+}
+
+static cJSON *gguf_json(const fg_gguf_file *f, bool full) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "gguf");
+  cJSON_AddNumberToObject(root, "version", fg_gguf_version(f));
+  cJSON_AddNumberToObject(root, "alignment", fg_gguf_alignment(f));
+  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+  for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
+    fg_gguf_str k = fg_gguf_kv_key(f, i);
+    cJSON *v = gguf_value(f, i, full);
+    char *key = strndup(k.ptr, (size_t)k.len);
+    if (!v || !key) {
+      free(key);
+      cJSON_Delete(v);
+      cJSON_Delete(root);
+      return NULL;
+    }
+    cJSON_AddItemToObject(meta, key, v);
+    free(key);
+  }
+  cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+  uint32_t parts = fg_gguf_part_count(f);
+  for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
+    const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
+    cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_name(t->dtype), t->shape, (int)t->ndim, t->offset,
+                           t->nbytes);
+    if (parts > 1) cJSON_AddNumberToObject(o, "part", t->part);
+    cJSON_AddItemToArray(ts, o);
+  }
+  return root;
+}
+
+static cJSON *st_json(const fg_st_dir *d) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "safetensors");
+  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+  /* shards written together carry the same __metadata__; show the first shard's */
+  const fg_st_file *first = fg_st_dir_shard(d, 0);
+  for (size_t i = 0; i < fg_st_metadata_count(first); i++) {
+    const char *k, *v;
+    fg_st_metadata_at(first, i, &k, &v);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "string");
+    cJSON_AddItemToObject(o, "value", fg_cli_json_bytes(v, strlen(v)));
+    cJSON_AddItemToObject(meta, k, o);
+  }
+  size_t nshards = fg_st_dir_shard_count(d);
+  if (nshards > 1) {
+    cJSON *sh = cJSON_AddArrayToObject(root, "shards");
+    for (size_t i = 0; i < nshards; i++) cJSON_AddItemToArray(sh, cJSON_CreateString(fg_st_dir_shard_name(d, i)));
+    cJSON_AddItemToObject(root, "total_size", fg_cli_json_u64(fg_st_dir_total_size(d)));
+  }
+  cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+  for (size_t i = 0; i < fg_st_dir_count(d); i++) {
+    size_t shard;
+    const fg_st_tensor *t = fg_st_dir_tensor_at(d, i, &shard);
+    cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_info(t->dtype)->st_tag, t->shape, t->ndim, t->begin,
+                           t->nbytes);
+    if (nshards > 1) cJSON_AddStringToObject(o, "file", fg_st_dir_shard_name(d, shard));
+    cJSON_AddItemToArray(ts, o);
+  }
+  return root;
+}
+
+/* ---------------------------------------------------------------- summary */
+
+typedef struct hist {
+  const char *dtype;
+  uint64_t count, bytes;
+} hist;
+
+static void hist_add(hist *h, size_t *n, const char *dtype, uint64_t bytes) {
+  for (size_t i = 0; i < *n; i++) {
+    if (strcmp(h[i].dtype, dtype) == 0) {
+      h[i].count++;
+      h[i].bytes += bytes;
+      return;
+    }
+  }
+  h[*n] = (hist){dtype, 1, bytes};
+  (*n)++;
+}
+
+static const char *human(uint64_t b, char *buf, size_t n) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double x = (double)b;
+  int k = 0;
+  while (x >= 1024 && k < 5) x /= 1024, k++;
+  snprintf(buf, n, k ? "%.2f %s" : "%.0f %s", x, u[k]);
+  return buf;
+}
+
+static void print_shape(const uint64_t *s, int ndim) {
+  printf("[");
+  for (int d = 0; d < ndim; d++) printf(d ? ", %llu" : "%llu", (unsigned long long)s[d]);
+  printf("]");
+}
+
+static void print_bytes_short(const char *s, size_t n) {
+  size_t shown = n > 60 ? 60 : n;
+  for (size_t i = 0; i < shown; i++) putchar((unsigned char)s[i] < 0x20 ? ' ' : s[i]);
+  if (shown < n) printf("... (%zu bytes)", n);
+}
+
+static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
+  size_t nt = c->gguf ? (size_t)fg_gguf_tensor_count(c->gguf) : fg_st_dir_count(c->st);
+  hist *h = calloc(nt ? nt : 1, sizeof *h);
+  if (!h) return 1;
+  size_t nh = 0;
+  uint64_t total = 0;
+  char b1[32];
+  if (c->gguf) {
+    const fg_gguf_file *f = c->gguf;
+    printf("%s: GGUF v%u, alignment %u, %llu metadata keys, %zu tensors", path, fg_gguf_version(f),
+           fg_gguf_alignment(f), (unsigned long long)fg_gguf_kv_count(f), nt);
+    if (fg_gguf_part_count(f) > 1) printf(", %u parts", fg_gguf_part_count(f));
+    printf("\nmetadata:\n");
+    for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
+      fg_gguf_str k = fg_gguf_kv_key(f, i);
+      fg_gguf_type t = fg_gguf_kv_type(f, i);
+      printf("  %-40.*s %-8s ", (int)k.len, k.ptr, fg_gguf_type_name(t));
+      fg_gguf_str sv;
+      fg_gguf_array a;
+      int64_t iv;
+      double fv;
+      bool bv;
+      if (t == FG_GGUF_STRING && !fg_gguf_kv_str(f, i, &sv)) print_bytes_short(sv.ptr, (size_t)sv.len);
+      else if (t == FG_GGUF_ARRAY && !fg_gguf_kv_array(f, i, &a))
+        printf("[%llu x %s]", (unsigned long long)a.len, fg_gguf_type_name(a.elem_type));
+      else if (t == FG_GGUF_BOOL && !fg_gguf_kv_bool(f, i, &bv)) printf("%s", bv ? "true" : "false");
+      else if ((t == FG_GGUF_FLOAT32 || t == FG_GGUF_FLOAT64) && !fg_gguf_kv_float(f, i, &fv)) printf("%.9g", fv);
+      else if (!fg_gguf_kv_int(f, i, &iv)) printf("%lld", (long long)iv);
+      printf("\n");
+    }
+    if (full) printf("tensors:\n");
+    for (size_t i = 0; i < nt; i++) {
+      const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
+      hist_add(h, &nh, fg_dtype_name(t->dtype), t->nbytes);
+      total += t->nbytes;
+      if (full) {
+        printf("  %-48s %-8s ", t->name, fg_dtype_name(t->dtype));
+        print_shape(t->shape, (int)t->ndim);
+        printf("  offset %llu, %llu bytes\n", (unsigned long long)t->offset, (unsigned long long)t->nbytes);
+      }
+    }
+  } else {
+    const fg_st_dir *d = c->st;
+    const fg_st_file *first = fg_st_dir_shard(d, 0);
+    printf("%s: safetensors, %zu tensors", path, nt);
+    if (fg_st_dir_shard_count(d) > 1) printf(", %zu shards", fg_st_dir_shard_count(d));
+    printf("\nmetadata:%s\n", fg_st_metadata_count(first) ? "" : " (none)");
+    for (size_t i = 0; i < fg_st_metadata_count(first); i++) {
+      const char *k, *v;
+      fg_st_metadata_at(first, i, &k, &v);
+      printf("  %-40s ", k);
+      print_bytes_short(v, strlen(v));
+      printf("\n");
+    }
+    if (full) printf("tensors:\n");
+    for (size_t i = 0; i < nt; i++) {
+      size_t shard;
+      const fg_st_tensor *t = fg_st_dir_tensor_at(d, i, &shard);
+      const char *tag = fg_dtype_info(t->dtype)->st_tag;
+      hist_add(h, &nh, tag, t->nbytes);
+      total += t->nbytes;
+      if (full) {
+        printf("  %-48s %-8s ", t->name, tag);
+        print_shape(t->shape, t->ndim);
+        printf("  offset %llu, %llu bytes", (unsigned long long)t->begin, (unsigned long long)t->nbytes);
+        if (fg_st_dir_shard_count(d) > 1) printf(" (%s)", fg_st_dir_shard_name(d, shard));
+        printf("\n");
+      }
+    }
+  }
+  printf("dtypes:\n");
+  for (size_t i = 0; i < nh; i++)
+    printf("  %-12s %8llu tensors  %12s\n", h[i].dtype, (unsigned long long)h[i].count,
+           human(h[i].bytes, b1, sizeof b1));
+  printf("total: %zu tensors, %llu bytes (%s)\n", nt, (unsigned long long)total, human(total, b1, sizeof b1));
+  free(h);
+  return 0;
+}
+
+int fg_cmd_inspect(int argc, char **argv) {
+  const char *path = NULL;
+  bool json = false, full = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (!strcmp(argv[i], "--full")) {
+      full = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "forgia inspect: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      fprintf(stderr, "forgia inspect: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!path) {
+    usage(stderr);
+    return 2;
+  }
+  fg_cli_ckpt c = {0};
+  if (fg_cli_ckpt_open(path, &c) != FG_OK) {
+    fg_cli_report("inspect", path);
+    return 1;
+  }
+  int rc = 0;
+  if (json) {
+    cJSON *root = c.gguf ? gguf_json(c.gguf, full) : st_json(c.st);
+    char *text = root ? cJSON_Print(root) : NULL;
+    if (!text) {
+      fprintf(stderr, "forgia inspect: %s: out of memory building JSON\n", path);
+      rc = 1;
+    } else {
+      fputs(text, stdout);
+      fputc('\n', stdout);
+    }
+    free(text);
+    cJSON_Delete(root);
+  } else {
+    rc = summary(path, &c, full);
+  }
+  fg_cli_ckpt_close(&c);
+  if (fflush(stdout) != 0) rc = 1;
+  return rc;
+}
