@@ -167,7 +167,7 @@ static fg_status key_index(const fg_gguf_file *f, const char *key, uint64_t *i) 
 
 #define BY_KEY(fn, T)                                                    \
   fg_status fg_gguf_get_##fn(const fg_gguf_file *f, const char *key, T *out) { \
-    uint64_t i;                                                          \
+    uint64_t i = 0;                                                      \
     fg_status s = key_index(f, key, &i);                                 \
     return s ? s : fg_gguf_kv_##fn(f, i, out);                           \
   }

@@ -73,7 +73,7 @@ static fg_status need_all_data(const fg_gguf_writer *w) {
 fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t *len) {
   if (!w || !out || !len) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_finish_mem: NULL argument");
   if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_finish_mem: a streaming write is in progress");
-  uint64_t hu, hp, dn;
+  uint64_t hu = 0, hp = 0, dn = 0;
   fg_status s;
   if ((s = need_all_data(w)) || (s = header_size(w, &hu, &hp)) || (s = data_size(w, &dn))) return s;
   if (dn > SIZE_MAX - hp) return fg_fail(FG_ERR_NOMEM, "GGUF writer: output too large for memory");
@@ -143,7 +143,7 @@ static void skip_empty(fg_gguf_writer *w) {
 fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path) {
   if (!w || !path) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_begin: NULL argument");
   if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "%s: a streaming write to %s is in progress", path, w->final_path);
-  uint64_t hu, hp, dn;
+  uint64_t hu = 0, hp = 0, dn = 0;
   fg_status s;
   if ((s = header_size(w, &hu, &hp)) || (s = data_size(w, &dn))) return s;
   uint8_t *hdr = calloc(1, (size_t)hp);
