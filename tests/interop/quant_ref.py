@@ -3,7 +3,7 @@
 
 Usage: quant_ref.py JOBS_FILE
 Each line of JOBS_FILE is one job, fields separated by spaces:
-  caps OUT                      write "name can_quantize can_dequantize" per ggml type to OUT
+  caps OUT                      write "code can_quantize can_dequantize" per ggml type to OUT
   encode TYPE N IN OUT          IN: float32 rows of N elements; OUT: gguf-py's quantized bytes
   decode TYPE N IN OUT          IN: packed rows of N elements of TYPE; OUT: float32 values
 TYPE is the ggml type name as forgia spells it (q4_0, q4_K, bf16, ...). A job that gguf-py
@@ -34,7 +34,7 @@ def caps(out):
             can_d = 1
         except Exception:
             pass
-        lines.append(f"{t.name.lower()} {can_q} {can_d}\n")
+        lines.append(f"{t.value} {can_q} {can_d}\n")
     with open(out, "w") as f:
         f.writelines(lines)
 
