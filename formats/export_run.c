@@ -1,0 +1,147 @@
+/* Export execution: metadata into the writer, then each tensor streamed in chunks of rows,
+ * so that the working set is one chunk of f32 plus its encoding, whatever the model size. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/export_internal.h"
+#include "forgia/quant.h"
+
+/* The output is one file: split bookkeeping of a split source would make loaders look for
+ * parts that do not exist. */
+static const char *const fg_export_split_keys[] = {"split.no", "split.count", "split.tensors.count"};
+
+static bool any_block_output(const fg_export_plan *p) {
+  for (size_t i = 0; i < p->n; i++)
+    if (fg_dtype_info(p->t[i].dst_dtype)->is_quant) return true;
+  return false;
+}
+
+static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
+  const fg_export_source *s = p->src;
+  fg_status st;
+  uint32_t ftype;
+  const bool set_ftype = fg_export_plan_file_type(p, &ftype);
+  if (s->gguf) {
+    if ((st = fg_gguf_writer_copy_all_kv(w, s->gguf, fg_export_split_keys, 3))) return st;
+    /* set_u32 replaces in place, so a present key keeps its position (and gets UINT32). */
+    if (set_ftype && (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype))) return st;
+    if (any_block_output(p) && fg_gguf_find_key(s->gguf, "general.quantization_version") < 0 &&
+        (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2)))
+      return st;
+    return FG_OK;
+  }
+  if (set_ftype && (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype))) return st;
+  if (any_block_output(p) && (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2))) return st;
+  return fg_export_st_metadata(s, w);
+}
+
+static fg_status declare_tensors(const fg_export_plan *p, fg_gguf_writer *w) {
+  for (size_t i = 0; i < p->n; i++) {
+    const fg_export_tensor *t = &p->t[i];
+    fg_status st = fg_gguf_writer_declare_tensor(w, t->name, t->dst_dtype, t->ndim, t->ne);
+    if (st) return fg_fail_prefix(st, "%s: ", p->src->path);
+  }
+  return FG_OK;
+}
+
+typedef struct fg_export_cursor {
+  const fg_export_plan *p;
+  fg_gguf_writer *w;
+  fg_export_progress prog;
+  fg_export_progress_fn fn;
+  void *user;
+  float *fbuf;               /* chunk_bytes of f32, allocated on first use */
+  uint8_t *obuf;             /* the chunk encoded */
+  size_t fcap, ocap;
+} fg_export_cursor;
+
+static fg_status report(fg_export_cursor *c, uint64_t bytes) {
+  c->prog.bytes_done += bytes;
+  if (c->fn && !c->fn(c->user, &c->prog))
+    return fg_fail(FG_ERR_STATE, "%s: export cancelled at tensor '%s'", c->p->src->path, c->prog.tensor->name);
+  return FG_OK;
+}
+
+static fg_status grow(void **buf, size_t *cap, size_t need, const char *what) {
+  if (need <= *cap) return FG_OK;
+  void *b = realloc(*buf, need);
+  if (!b) return fg_fail(FG_ERR_NOMEM, "export: out of memory for a %zu-byte %s buffer", need, what);
+  *buf = b;
+  *cap = need;
+  return FG_OK;
+}
+
+/* Bytes unchanged: written straight from the mapping in chunks, released behind. */
+static fg_status copy_tensor(fg_export_cursor *c, const fg_export_src_tensor *s) {
+  const uint64_t step = c->p->opt.chunk_bytes;
+  for (uint64_t off = 0; off < s->nbytes; off += step) {
+    uint64_t len = s->nbytes - off < step ? s->nbytes - off : step;
+    fg_mapping_prefetch(s->map, s->map_off + off, len);
+    fg_status st = fg_gguf_writer_write_data(c->w, s->data + off, len);
+    fg_mapping_release_pages(s->map, s->map_off + off, len);
+    if (st || (st = report(c, len))) return st;
+  }
+  return FG_OK;
+}
+
+/* Decode a run of rows to f32, encode to the target, write; the chunk is as many whole rows
+ * as fit in chunk_bytes of f32 (at least one). */
+static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tensor *s,
+                                  const fg_export_tensor *t) {
+  const char *path = c->p->src->path;
+  const uint64_t n = t->ne[0];
+  const uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+  uint64_t src_row = 0, dst_row = 0;
+  fg_status st;
+  if ((st = fg_dtype_nbytes(t->src_dtype, n, &src_row)) || (st = fg_dtype_nbytes(t->dst_dtype, n, &dst_row)))
+    return fg_fail_prefix(st, "%s: tensor '%s': ", path, t->name);
+  if (n == 0 || rows == 0) return FG_OK;
+  uint64_t per = c->p->opt.chunk_bytes / (n * sizeof(float));
+  if (per == 0) per = 1;
+  if (per > rows) per = rows;
+  if (per * n > SIZE_MAX / sizeof(float) || per * dst_row > SIZE_MAX)
+    return fg_fail(FG_ERR_OVERFLOW, "%s: tensor '%s': a chunk of %" PRIu64 " rows does not fit in memory",
+                   path, t->name, per);
+  if ((st = grow((void **)&c->fbuf, &c->fcap, (size_t)(per * n * sizeof(float)), "f32")) ||
+      (st = grow((void **)&c->obuf, &c->ocap, (size_t)(per * dst_row), "encode")))
+    return st;
+  for (uint64_t r = 0; r < rows; r += per) {
+    uint64_t k = rows - r < per ? rows - r : per;
+    uint64_t off = r * src_row, len = k * src_row;
+    fg_mapping_prefetch(s->map, s->map_off + off, len);
+    st = fg_quant_decode_rows(t->src_dtype, s->data + off, (size_t)len, c->fbuf, (int64_t)k, (int64_t)n);
+    fg_mapping_release_pages(s->map, s->map_off + off, len);
+    if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
+    st = fg_quant_encode_rows(t->dst_dtype, c->fbuf, (int64_t)k, (int64_t)n, c->obuf, (size_t)(k * dst_row));
+    if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
+    if ((st = fg_gguf_writer_write_data(c->w, c->obuf, k * dst_row)) || (st = report(c, k * dst_row))) return st;
+  }
+  return FG_OK;
+}
+
+fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
+                        fg_export_progress_fn progress, void *user) {
+  if (!p || !out_path) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_run: NULL argument");
+  fg_gguf_writer *w = NULL;
+  fg_status st = fg_gguf_writer_create(&w);
+  if (!st) st = add_metadata(p, w);
+  if (!st) st = declare_tensors(p, w);
+  if (!st) st = fg_gguf_writer_begin(w, out_path);
+  fg_export_cursor c = {.p = p, .w = w, .fn = progress, .user = user};
+  c.prog.tensors_total = p->n;
+  fg_export_plan_totals(p, NULL, &c.prog.bytes_total);
+  for (size_t i = 0; !st && i < p->n; i++) {
+    const fg_export_tensor *t = &p->t[i];
+    c.prog.tensor = t;
+    st = t->action == FG_EXPORT_COPY ? copy_tensor(&c, &p->src->t[i]) : transcode_tensor(&c, &p->src->t[i], t);
+    c.prog.tensors_done = i + 1;
+    if (!st) st = report(&c, 0);
+  }
+  if (!st) st = fg_gguf_writer_commit(w);
+  /* After a failure the writer still owns the temporary file; freeing it removes the file. */
+  fg_gguf_writer_free(w);
+  free(c.fbuf);
+  free(c.obuf);
+  return st;
+}

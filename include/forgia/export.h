@@ -1,0 +1,165 @@
+/* Export: re-emit a GGUF model or a safetensors checkpoint as one GGUF file, optionally
+ * transcoding its matrix weights to another element type.
+ *
+ * Two steps. fg_export_plan_create decides, for every tensor, the type it will have in the
+ * output (and why), without reading tensor data; fg_export_run then streams the tensors
+ * through the GGUF writer one at a time, so memory stays bounded by a working buffer
+ * (options.chunk_bytes of f32 plus its encoding), not by the model.
+ *
+ * Policy (llama.cpp's convention):
+ *   - Only matrix weights transcode: 2 or more dims, name ending ".weight", no "norm" in
+ *     the name. Every other tensor keeps its type and bytes.
+ *   - A row length (ne[0]) that is not a whole number of the target's blocks keeps the
+ *     source type (no fallback to another quantization).
+ *   - A tensor already of the target type is copied byte for byte.
+ *   - A source already in a ggml block type refuses a block-type global target: that would
+ *     requantize quantized values (FG_ERR_UNSUPPORTED naming the tensor). A float target
+ *     (f32/f16/bf16) dequantizes it.
+ *   - Tensors named "*_exps.weight" (MoE expert stacks) follow options.experts when it is
+ *     set; that target may requantize a quantized source (decode to f32, encode again).
+ *   - Integer and f64 tensors keep their type.
+ * Metadata: a GGUF source's KVs are copied byte-verbatim in file order, except the split.*
+ * keys (the output is one file). A global dtype target sets general.file_type (UINT32) to
+ * the llama.cpp file-type code (in place when present), and when any tensor ends up in a
+ * block type general.quantization_version (UINT32 2) is added if absent, as llama-quantize
+ * does. A safetensors source contributes its config.json under "safetensors.config." and
+ * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
+ * row-major shapes become GGUF ne (reversed). */
+#ifndef FORGIA_EXPORT_H
+#define FORGIA_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forgia/dtype.h"
+#include "forgia/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- sources --------------------------------------------------------------------------- */
+
+typedef struct fg_export_source fg_export_source;
+
+/* A GGUF file, or the first part NAME-00001-of-0000N.gguf of a split model (all parts are
+ * merged), memory-mapped. */
+fg_status fg_export_source_open_gguf(const char *path, fg_export_source **out);
+/* A .safetensors file, an index file, or a directory (see fg_st_dir_open), memory-mapped.
+ * Every tensor must be representable in GGUF: a dtype with a ggml code, at most 4 dims, a
+ * name of 1..63 bytes without NUL (FG_ERR_UNSUPPORTED / FG_ERR_BAD_SHAPE /
+ * FG_ERR_BAD_STRING naming the tensor otherwise). A 0-dim scalar becomes ne = {1}. */
+fg_status fg_export_source_open_safetensors(const char *path, fg_export_source **out);
+void fg_export_source_close(fg_export_source *s); /* NULL-safe */
+
+const char *fg_export_source_path(const fg_export_source *s);
+bool fg_export_source_is_gguf(const fg_export_source *s);
+
+/* ---- targets --------------------------------------------------------------------------- */
+
+typedef enum fg_export_mode {
+  FG_EXPORT_UNSET = 0,   /* global: same as VERBATIM; experts: follow the global target */
+  FG_EXPORT_VERBATIM,    /* keep the stored type */
+  FG_EXPORT_DTYPE,       /* transcode eligible tensors to .dtype */
+} fg_export_mode;
+
+typedef struct fg_export_target {
+  fg_export_mode mode;
+  fg_dtype dtype;        /* with FG_EXPORT_DTYPE */
+} fg_export_target;
+
+/* "verbatim", or one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K
+ * tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 (ASCII case-insensitive). Types without a
+ * llama.cpp file-type code or without an encoder in this build are FG_ERR_UNSUPPORTED. */
+fg_status fg_export_target_parse(const char *name, fg_export_target *out);
+
+/* llama.cpp's general.file_type for a uniform export to t (uniform K-quants report the _S
+ * variants; q2_K reports MOSTLY_Q2_K, mxfp4 MOSTLY_MXFP4_MOE). FG_ERR_UNSUPPORTED when t
+ * has none. */
+fg_status fg_export_file_type(fg_dtype t, uint32_t *code);
+
+typedef struct fg_export_options {
+  fg_export_target dtype;    /* global target; zero (UNSET) keeps everything */
+  fg_export_target experts;  /* *_exps.weight tensors; UNSET follows dtype */
+  uint64_t chunk_bytes;      /* f32 working buffer per step; 0: 64 MiB. At least one row. */
+} fg_export_options;
+
+/* ---- plan ------------------------------------------------------------------------------ */
+
+typedef enum fg_export_action {
+  FG_EXPORT_COPY = 0,        /* bytes copied unchanged */
+  FG_EXPORT_CONVERT,         /* float source encoded to the target */
+  FG_EXPORT_DEQUANT,         /* block source decoded to a float target */
+  FG_EXPORT_REQUANT,         /* block expert source decoded and encoded again */
+} fg_export_action;
+
+/* Why a tensor is copied (FG_EXPORT_COPY) or, for the others, FG_EXPORT_WHY_TARGET. */
+typedef enum fg_export_why {
+  FG_EXPORT_WHY_TARGET = 0,  /* a target applies */
+  FG_EXPORT_WHY_VERBATIM,    /* no target for this tensor */
+  FG_EXPORT_WHY_NOT_MATRIX,  /* fewer than 2 dims */
+  FG_EXPORT_WHY_NOT_WEIGHT,  /* name does not end with ".weight" */
+  FG_EXPORT_WHY_NORM,        /* "norm" in the name */
+  FG_EXPORT_WHY_SAME,        /* already the target type */
+  FG_EXPORT_WHY_ROW,         /* ne[0] not a whole number of the target's blocks */
+  FG_EXPORT_WHY_SOURCE,      /* integer or f64 source */
+} fg_export_why;
+
+/* Short words for messages: "copy", "convert", ... / "verbatim", "1-D", "norm", ... */
+const char *fg_export_action_name(fg_export_action a);
+const char *fg_export_why_name(fg_export_why w);
+
+typedef struct fg_export_tensor {
+  const char *name;          /* borrowed from the source, NUL-terminated */
+  uint32_t ndim;             /* 1..4 */
+  uint64_t ne[4];            /* GGUF order, innermost first; past ndim 1 */
+  uint64_t shape[4];         /* row-major, outermost first; past ndim 0 */
+  fg_dtype src_dtype, dst_dtype;
+  uint64_t src_bytes, dst_bytes;
+  fg_export_action action;
+  fg_export_why why;
+  bool expert;               /* name ends with "_exps.weight" */
+} fg_export_tensor;
+
+typedef struct fg_export_plan fg_export_plan;
+
+/* The plan borrows src: free the plan before closing the source. Fails (with no plan) on a
+ * refused chain requantization, or an expert tensor whose quantized type this build cannot
+ * decode. */
+fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_options *opt,
+                                fg_export_plan **out);
+void fg_export_plan_free(fg_export_plan *p); /* NULL-safe */
+
+size_t fg_export_plan_count(const fg_export_plan *p);
+const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i); /* NULL past the end */
+/* Sums of tensor bytes (without padding) before and after. */
+void fg_export_plan_totals(const fg_export_plan *p, uint64_t *src_bytes, uint64_t *dst_bytes);
+/* Tensors that change type. */
+size_t fg_export_plan_changed(const fg_export_plan *p);
+/* True (and the code) when the output sets general.file_type. */
+bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code);
+
+/* ---- run ------------------------------------------------------------------------------- */
+
+typedef struct fg_export_progress {
+  size_t tensors_done, tensors_total;
+  uint64_t bytes_done, bytes_total;   /* output tensor bytes */
+  const fg_export_tensor *tensor;     /* the tensor being written */
+} fg_export_progress;
+
+/* Called after every chunk written and after every tensor (from the calling thread).
+ * Returning false cancels the run (FG_ERR_STATE, no output left behind). */
+typedef bool (*fg_export_progress_fn)(void *user, const fg_export_progress *p);
+
+/* Writes the planned output to out_path (temporary file + rename). One chunk of one
+ * tensor is decoded/encoded at a time and source pages are released behind the cursor.
+ * On any failure (non-finite values in a tensor to encode, I/O) the destination is left
+ * untouched and no temporary file remains. progress may be NULL. */
+fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
+                        fg_export_progress_fn progress, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

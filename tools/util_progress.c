@@ -1,0 +1,88 @@
+/* CLI progress lines and bars; see util_progress.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "util_progress.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *fg_cli_human_bytes(uint64_t n, char *buf, size_t cap) {
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (n < 1024) {
+    snprintf(buf, cap, "%" PRIu64 " B", n);
+    return buf;
+  }
+  double v = (double)n / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, cap, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+uint64_t fg_cli_peak_rss(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
+}
+
+void fg_cli_progress_init(fg_cli_progress *p, FILE *out, const char *unit, uint64_t items_total,
+                          uint64_t bytes_total) {
+  memset(p, 0, sizeof *p);
+  p->out = out;
+  p->unit = unit ? unit : "items";
+  p->tty = isatty(fileno(out)) == 1;
+  p->t0 = now_s();
+  p->last_draw = -1.0;
+  p->items_total = items_total;
+  p->bytes_total = bytes_total;
+}
+
+double fg_cli_progress_elapsed(const fg_cli_progress *p) { return now_s() - p->t0; }
+
+void fg_cli_progress_clear(fg_cli_progress *p) {
+  if (!p->drawn) return;
+  fprintf(p->out, "\r\033[K");
+  fflush(p->out);
+  p->drawn = false;
+}
+
+void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t bytes_done,
+                            const char *finished, const char *detail) {
+  double t = now_s(), el = t - p->t0;
+  char done[32], total[32], rate[32];
+  fg_cli_human_bytes(bytes_done, done, sizeof done);
+  fg_cli_human_bytes(p->bytes_total, total, sizeof total);
+  fg_cli_human_bytes(el > 0 ? (uint64_t)((double)bytes_done / el) : 0, rate, sizeof rate);
+  if (!p->tty) {
+    if (finished)
+      fprintf(p->out, "[%" PRIu64 "/%" PRIu64 "] %s%s%s (%s of %s, %s/s)\n", items_done, p->items_total,
+              finished, detail ? " " : "", detail ? detail : "", done, total, rate);
+    return;
+  }
+  /* Redraw at most 10 times a second, and always for the last item. */
+  if (items_done != p->items_total && t - p->last_draw < 0.1) return;
+  p->last_draw = t;
+  const int width = 30;
+  double frac = p->bytes_total ? (double)bytes_done / (double)p->bytes_total
+                               : p->items_total ? (double)items_done / (double)p->items_total : 1.0;
+  int fill = (int)(frac * width + 0.5);
+  if (fill > width) fill = width;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s / %s  %s/s", bar, items_done,
+          p->items_total, p->unit, done, total, rate);
+  fflush(p->out);
+  p->drawn = true;
+}
