@@ -10,6 +10,7 @@
 #ifndef FORGIA_FORMATS_QUANT_INTERNAL_H
 #define FORGIA_FORMATS_QUANT_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,6 +25,19 @@ typedef void (*fg_qblock_enc)(const float *x, uint8_t *y);
 static inline int32_t fg_cvtt_i32(float f) {
   if (!(f >= -2147483648.0f && f < 2147483648.0f)) return INT32_MIN;
   return (int32_t)f;
+}
+
+/* roundf (half away from zero) without the libm call, which base x86-64 cannot inline:
+ * below 2^23 the truncation t and the remainder v - t are exact, so comparing the remainder
+ * with 0.5 rounds exactly as roundf; larger magnitudes, Inf and NaN are already integral or
+ * pass through unchanged, as roundf returns them. */
+static inline float fg_round_away(float v) {
+  if (!(fabsf(v) < 8388608.0f)) return v;
+  float t = (float)(int32_t)v;
+  const float r = v - t;
+  if (r >= 0.5f) t += 1.0f;
+  else if (r <= -0.5f) t -= 1.0f;
+  return copysignf(t, v);
 }
 
 /* ggml's nearest_int: add 1.5 * 2^23 and read the mantissa bits; round half to even for

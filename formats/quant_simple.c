@@ -105,7 +105,7 @@ void fg_qenc_q8_0(const float *x, uint8_t *y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
-  for (int j = 0; j < 32; j++) y[2 + j] = fg_cast_u8(roundf(x[j] * id));
+  for (int j = 0; j < 32; j++) y[2 + j] = fg_cast_u8(fg_round_away(x[j] * id));
 }
 
 void fg_qenc_q8_1(const float *x, uint8_t *y) {
@@ -113,7 +113,7 @@ void fg_qenc_q8_1(const float *x, uint8_t *y) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   int sum = 0;
   for (int j = 0; j < 32; j++) {
-    y[4 + j] = fg_cast_u8(roundf(x[j] * id));
+    y[4 + j] = fg_cast_u8(fg_round_away(x[j] * id));
     sum += (int8_t)y[4 + j];
   }
   fg_st_le16(y, fg_f32_to_f16(d));
@@ -137,7 +137,7 @@ void fg_qenc_q2_0(const float *x, uint8_t *y) {
   fg_st_le16(y, fg_f32_to_f16(d));
   memset(y + 2, 0, 16);
   for (int j = 0; j < 64; j++) {
-    int32_t q = fg_cvtt_i32(roundf(x[j] * id));
+    int32_t q = fg_cvtt_i32(fg_round_away(x[j] * id));
     q = q == INT32_MIN ? 0 : q + 1;
     q = q < 0 ? 0 : q > 3 ? 3 : q;
     y[2 + (j >> 2)] |= (uint8_t)(q << (2 * (j & 3)));

@@ -15,7 +15,7 @@ static float fg_absmax_n(const float *x, int n) {
  * take the low bits. A non-finite product (id overflowing for a subnormal block) converts to
  * INT_MIN as on x86, whose low byte + 1 is code 1 (zero); numpy's reference does the same. */
 static inline uint8_t fg_trit(float v) {
-  return (uint8_t)((uint32_t)fg_cvtt_i32(roundf(v)) + 1u);
+  return (uint8_t)((uint32_t)fg_cvtt_i32(fg_round_away(v)) + 1u);
 }
 
 /* Base-3 digits d[0..k-1] (d[0] most significant) into one byte, then ceil(v * 256 / 243). */

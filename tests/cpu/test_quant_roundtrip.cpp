@@ -155,3 +155,31 @@ TEST(QuantRoundTrip, ReencodeIsStable) {
 }
 
 }  // namespace
+
+extern "C" {
+#include "formats/quant_internal.h"
+}
+
+namespace {
+
+// The inline half-away rounding used by the Q8/Q2_0/ternary encoders equals roundf.
+TEST(QuantRoundTrip, RoundAwayEqualsRoundf) {
+  uint64_t s = 99;
+  for (int i = 0; i < 2000000; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t u = (uint32_t)(s >> 32);
+    if (i & 1) u = (u & 0x80000000u) | (0x3e800000u + (u & 0x07ffffffu));  // dense in [0.25, 2^25)
+    float f;
+    std::memcpy(&f, &u, 4);
+    if (std::isnan(f)) continue;
+    const float a = fg_round_away(f), b = std::round(f);
+    uint32_t ua, ub;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ub, &b, 4);
+    ASSERT_EQ(ua, ub) << f;
+  }
+  for (float f : {0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 0.49999997f, 8388607.5f, -0.0f})
+    ASSERT_EQ(fg_round_away(f), std::round(f)) << f;
+}
+
+}  // namespace

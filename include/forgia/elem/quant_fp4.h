@@ -5,10 +5,12 @@
 
 #include "forgia/elem/quant_common.h"
 
+/* Doubled E2M1 value of code q: 0 1 2 3 4 6 8 12 for q = 0..7 and their negatives for 8..15
+ * (code 8 is 0). Computed rather than looked up so that device code needs no table: exponent
+ * field e = (q >> 1) & 3, mantissa bit m; e == 0 gives m, else (2 + m) << (e - 1). */
 static inline FG_HD float fg_e2m1x2_value(int q) {
-  /* 0 1 2 3 4 6 8 12 and their negatives (index 8 is -0 stored as 0) */
-  const int mag[8] = {0, 1, 2, 3, 4, 6, 8, 12};
-  const int v = mag[q & 7];
+  const int e = (q >> 1) & 3, m = q & 1;
+  const int v = e == 0 ? m : (2 + m) << (e - 1);
   return (float)((q & 8) ? -v : v);
 }
 

@@ -8,14 +8,13 @@
 
 /* Q2_K, 84 bytes: scales[16] (lo = scale, hi = min), qs[64], d fp16, dmin fp16. */
 static inline FG_HD void fg_dequant_q2_K(const uint8_t *b, float *y) {
-  const uint8_t *sc = b, *qs = b + 16;
+  const uint8_t *sc = b;
   const float d = fg_ld_f16(b + 80), dmin = fg_ld_f16(b + 82);
-  for (int e = 0; e < 256; e++) {
-    const int half = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
-    const uint8_t k = sc[e >> 4];
-    const float dl = d * (float)(k & 15), ml = dmin * (float)(k >> 4);
-    const int q = (qs[32 * half + l] >> (2 * s)) & 3;
-    y[e] = dl * (float)q - ml;
+  for (int k = 0; k < 16; k++) { /* sub-block k: elements 16k.., half k/8, shift 2*((k/2)%4) */
+    const uint8_t *q = b + 16 + 32 * (k >> 3) + 16 * (k & 1);
+    const int shift = 2 * ((k >> 1) & 3);
+    const float dl = d * (float)(sc[k] & 15), ml = dmin * (float)(sc[k] >> 4);
+    for (int l = 0; l < 16; l++) y[16 * k + l] = dl * (float)((q[l] >> shift) & 3) - ml;
   }
 }
 
@@ -28,14 +27,17 @@ static inline FG_HD int fg_q3_K_scale(const uint8_t *scales, int j) {
 
 /* Q3_K, 110 bytes: hmask[32], qs[64], scales[12], d fp16. */
 static inline FG_HD void fg_dequant_q3_K(const uint8_t *b, float *y) {
-  const uint8_t *hmask = b, *qs = b + 32, *scales = b + 96;
+  const uint8_t *hmask = b, *scales = b + 96;
   const float d = fg_ld_f16(b + 108);
-  for (int e = 0; e < 256; e++) {
-    const int half = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
-    const float dl = d * (float)fg_q3_K_scale(scales, e >> 4);
-    const int lo = (qs[32 * half + l] >> (2 * s)) & 3;
-    const int hbit = (hmask[e & 31] >> (e >> 5)) & 1;
-    y[e] = dl * (float)(lo - (hbit ? 0 : 4));
+  for (int k = 0; k < 16; k++) { /* sub-block k: elements 16k..; high bit plane k/2 */
+    const uint8_t *q = b + 32 + 32 * (k >> 3) + 16 * (k & 1);
+    const uint8_t *hm = hmask + 16 * (k & 1);
+    const int shift = 2 * ((k >> 1) & 3), plane = k >> 1;
+    const float dl = d * (float)fg_q3_K_scale(scales, k);
+    for (int l = 0; l < 16; l++) {
+      const int lo = (q[l] >> shift) & 3;
+      y[16 * k + l] = dl * (float)(lo - (((hm[l] >> plane) & 1) ? 0 : 4));
+    }
   }
 }
 
@@ -83,16 +85,17 @@ static inline FG_HD void fg_dequant_q5_K(const uint8_t *b, float *y) {
 
 /* Q6_K, 210 bytes: ql[128], qh[64], scales[16] int8, d fp16. */
 static inline FG_HD void fg_dequant_q6_K(const uint8_t *b, float *y) {
-  const uint8_t *ql = b, *qh = b + 128;
   const int8_t *scales = (const int8_t *)(b + 192);
   const float d = fg_ld_f16(b + 208);
-  for (int e = 0; e < 256; e++) {
-    const int h = e >> 7, r = e & 127, s = r >> 5, l = r & 31;
-    const uint8_t lo = ql[64 * h + 32 * (s & 1) + l];
-    const int low4 = (s < 2) ? (lo & 15) : (lo >> 4);
-    const int hi2 = (qh[32 * h + l] >> (2 * s)) & 3;
-    const float dl = d * (float)scales[e >> 4];
-    y[e] = dl * (float)((low4 | (hi2 << 4)) - 32);
+  for (int k = 0; k < 16; k++) { /* sub-block k: half h = k/8, quarter s = (k/2)%4 */
+    const int h = k >> 3, s = (k >> 1) & 3, off = 16 * (k & 1);
+    const uint8_t *ql = b + 64 * h + 32 * (s & 1) + off, *qh = b + 128 + 32 * h + off;
+    const int lshift = (s >> 1) * 4, hshift = 2 * s;
+    const float dl = d * (float)scales[k];
+    for (int l = 0; l < 16; l++) {
+      const int v = ((ql[l] >> lshift) & 15) | (((qh[l] >> hshift) & 3) << 4);
+      y[16 * k + l] = dl * (float)(v - 32);
+    }
   }
 }
 
