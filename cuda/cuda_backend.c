@@ -169,7 +169,8 @@ static fg_status cu_convert(fg_device *dev, void *dst, fg_dtype dt, const void *
                             void *stream) {
   fg_status s = cu_set(dev);
   if (s) return s;
-  int e = fg_cuda_launch_convert(dst, dt, src, st, n, stream);
+  int e = fg_dtype_info(st)->is_quant ? fg_cuda_launch_dequant((float *)dst, src, st, n, stream)
+                                      : fg_cuda_launch_convert(dst, dt, src, st, n, stream);
   if (e < 0) return fg_fail(FG_ERR_UNSUPPORTED, "%s: convert %s -> %s unsupported", dev->spec, fg_dtype_name(st), fg_dtype_name(dt));
   if (e) return CU_FAIL((cudaError_t)e, "convert kernel");
   if (!stream) return cu_sync(dev);

@@ -14,6 +14,8 @@ extern "C" {
 
 /* Returns -1 for an unsupported pair, else the launch's cudaError_t. */
 int fg_cuda_launch_convert(void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n, void *stream);
+/* Dequantizes n elements of block type st to f32; -1 when elem/ has no decoder for st. */
+int fg_cuda_launch_dequant(float *dst, const void *src, fg_dtype st, size_t n, void *stream);
 /* Writes nchunks partials into device memory part[]. */
 int fg_cuda_launch_reduce_chunks(const float *x, size_t n, fg_sum2 *part, void *stream);
 

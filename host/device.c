@@ -6,6 +6,7 @@
 #include "forgia/device.h"
 #include "host/backend.h"
 #include "host/hostmem.h"
+#include "forgia/elem/quant_decode.h"
 
 bool fg_build_has_cuda(void) {
 #ifdef FORGIA_HAVE_CUDA
@@ -239,9 +240,19 @@ fg_status fg_event_elapsed_ms(fg_event *a, fg_event *b, float *ms) {
   return a->dev->be->event_elapsed(a->dev, a->impl, b->impl, ms);
 }
 
+/* A block type converts to f32 when elem/quant_decode.h has a decoder for it; asking the
+ * decoder itself (on a zero block) keeps that the only list of decodable types. */
+static bool fg_decodable(fg_dtype st) {
+  const fg_dtype_traits *tr = fg_dtype_info(st);
+  if (!tr || !tr->is_quant || tr->block_elems > 256 || tr->block_bytes > 512) return false;
+  uint8_t zero[512] = {0};
+  float y[256];
+  return fg_dequant_block(st, zero, y);
+}
+
 static bool fg_convert_pair_ok(fg_dtype dt, fg_dtype st) {
   if (st == FG_F32) return dt == FG_F32 || dt == FG_F16 || dt == FG_BF16;
-  return dt == FG_F32 && (st == FG_F16 || st == FG_BF16);
+  return dt == FG_F32 && (st == FG_F16 || st == FG_BF16 || fg_decodable(st));
 }
 
 fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n, fg_stream *s) {
@@ -249,6 +260,9 @@ fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg
   if (!fg_convert_pair_ok(dt, st))
     return fg_fail(FG_ERR_UNSUPPORTED, "fg_convert: %s -> %s is not an elementwise conversion", fg_dtype_name(st),
                    fg_dtype_name(dt));
+  if (fg_dtype_info(st)->block_elems > 1 && n % fg_dtype_info(st)->block_elems)
+    return fg_fail(FG_ERR_BAD_ROW, "fg_convert: %zu elements of %s are not a whole number of %u-element blocks", n,
+                   fg_dtype_name(st), fg_dtype_info(st)->block_elems);
   if (!n) return FG_OK;
   return dev->be->convert(dev, dst, dt, src, st, n, s ? s->impl : NULL);
 }

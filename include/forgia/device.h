@@ -86,9 +86,10 @@ fg_status fg_stream_wait_event(fg_stream *s, fg_event *e);
 /* Milliseconds between two recorded, completed events. */
 fg_status fg_event_elapsed_ms(fg_event *start, fg_event *end, float *ms);
 
-/* Elementwise conversion of n elements in device memory (s may be NULL: synchronous).
- * Pairs: f32 -> f16/bf16/f32 and f16/bf16/f32 -> f32; the same bits on every backend
- * (elem/half.h). */
+/* Conversion of n elements in device memory (s may be NULL: synchronous).
+ * Pairs: f32 -> f16/bf16/f32; f16/bf16/f32 -> f32; and every ggml block type that
+ * elem/quant_decode.h decodes -> f32 (dequantization; n a whole number of blocks, else
+ * FG_ERR_BAD_ROW). The same bits on every backend: both call the elem/ functions. */
 fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dst_type, const void *src, fg_dtype src_type, size_t n,
                      fg_stream *s);
 
