@@ -1,0 +1,192 @@
+// GGUF interoperability with gguf-py (tests/data/gguf_interop.py): a file written by
+// GGUFWriter reads here with the same names, shapes, dtypes, bytes and metadata and
+// re-emits byte for byte; a file written here reads the same in GGUFReader.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "../cpu/gguf_test_util.h"
+#include "testutil.h"
+
+using gg::Bytes;
+
+namespace {
+
+const std::string kScript = FORGIA_TEST_DATA "/gguf_interop.py";
+
+#define REQUIRE_PYTHON()                                                                 \
+  do {                                                                                   \
+    if (access(FORGIA_PYTHON, X_OK) != 0) GTEST_SKIP() << "no Python venv at " FORGIA_PYTHON; \
+  } while (0)
+
+std::string hex(const void *p, uint64_t n) {
+  static const char *d = "0123456789abcdef";
+  std::string s;
+  const uint8_t *b = (const uint8_t *)p;
+  for (uint64_t i = 0; i < n; i++) {
+    s += d[b[i] >> 4];
+    s += d[b[i] & 15];
+  }
+  return s;
+}
+
+std::string num(double v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string elem(const fg_gguf_array &a, uint64_t j) {
+  int64_t i;
+  double d;
+  bool b;
+  fg_gguf_str s;
+  if (fg_gguf_array_int(&a, j, &i) == FG_OK) return std::to_string(i);
+  if (fg_gguf_array_float(&a, j, &d) == FG_OK) return num(d);
+  if (fg_gguf_array_bool(&a, j, &b) == FG_OK) return b ? "1" : "0";
+  EXPECT_EQ(fg_gguf_array_str(&a, j, &s), FG_OK);
+  return hex(s.ptr, s.len);
+}
+
+// The canonical dump of gguf_interop.py, from forgia's reader.
+std::string dump(const fg_gguf_file *f) {
+  std::string out;
+  for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
+    fg_gguf_type t = fg_gguf_kv_type(f, i);
+    out += "kv " + gg::S(fg_gguf_kv_key(f, i)) + " " + fg_gguf_type_name(t) + " ";
+    int64_t v;
+    double d;
+    bool b;
+    fg_gguf_str s;
+    fg_gguf_array a;
+    if (fg_gguf_kv_int(f, i, &v) == FG_OK) out += std::to_string(v);
+    else if (fg_gguf_kv_float(f, i, &d) == FG_OK) out += num(d);
+    else if (fg_gguf_kv_bool(f, i, &b) == FG_OK) out += b ? "1" : "0";
+    else if (fg_gguf_kv_str(f, i, &s) == FG_OK) out += hex(s.ptr, s.len);
+    else if (fg_gguf_kv_array(f, i, &a) == FG_OK) {
+      out += std::string(fg_gguf_type_name(a.elem_type)) + " " + std::to_string(a.len) + " ";
+      for (uint64_t j = 0; j < a.len; j++) out += (j ? "," : "") + elem(a, j);
+    }
+    out += "\n";
+  }
+  for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
+    const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
+    out += "tensor " + std::string(t->name) + " " + std::to_string((int)t->dtype) + " ";
+    for (uint32_t d = 0; d < t->ndim; d++) out += (d ? "," : "") + std::to_string(t->ne[d]);
+    out += " " + std::to_string(t->nbytes) + " " + hex(t->data, t->nbytes) + "\n";
+  }
+  return out;
+}
+
+std::string py(const std::string &cmd, const std::string &path) {
+  std::string out, err;
+  std::string line = std::string(FORGIA_PYTHON) + " " + kScript + " " + cmd + " " + path;
+  EXPECT_EQ(fgt::run(line, &out, &err), 0) << line << "\n" << err;
+  return out;
+}
+
+TEST(GgufInterop, GgufPyFileReadsTheSame) {
+  REQUIRE_PYTHON();
+  fgt::TempDir dir;
+  std::string path = dir.file("py.gguf");
+  py("write", path);
+  std::string want = py("dump", path);
+  fg_gguf_file *f = nullptr;
+  ASSERT_EQ(fg_gguf_open(path.c_str(), FG_MAP_MMAP, &f), FG_OK) << fg_last_error();
+  EXPECT_EQ(dump(f), want);
+  // spot checks in forgia's own terms
+  EXPECT_EQ(fg_gguf_alignment(f), 64u);
+  EXPECT_EQ(fg_gguf_data_offset(f, 0) % 64, 0u);
+  const fg_gguf_tensor *q = fg_gguf_find_tensor(f, "q4_k.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->dtype, FG_Q4_K);
+  EXPECT_EQ(q->shape[0], 3u);
+  EXPECT_EQ(q->shape[1], 256u);
+  EXPECT_EQ(q->nbytes, 3u * 144);
+  const fg_gguf_tensor *m = fg_gguf_find_tensor(f, "f32.matrix");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->shape[0], 3u);
+  EXPECT_EQ(m->shape[1], 5u);
+  EXPECT_EQ(fg_gguf_find_tensor(f, "row.1xN")->ndim, 2u);
+  fg_gguf_close(f);
+}
+
+TEST(GgufInterop, GgufPyFileReemitsByteForByte) {
+  REQUIRE_PYTHON();
+  fgt::TempDir dir;
+  std::string path = dir.file("py.gguf");
+  py("write", path);
+  Bytes src = fgt::read_file(path);
+  fg_gguf_file *f = nullptr;
+  ASSERT_EQ(fg_gguf_open(path.c_str(), FG_MAP_READ, &f), FG_OK) << fg_last_error();
+  EXPECT_EQ(gg::reemit(f), src);
+  // and through a file, with the writer's atomic path
+  fg_gguf_writer *w = nullptr;
+  ASSERT_EQ(fg_gguf_writer_create(&w), FG_OK);
+  ASSERT_EQ(fg_gguf_writer_copy_all_kv(w, f, nullptr, 0), FG_OK);
+  for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
+    const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
+    ASSERT_EQ(fg_gguf_writer_add_tensor(w, t->name, t->dtype, t->ndim, t->ne, t->data, t->nbytes), FG_OK);
+  }
+  ASSERT_EQ(fg_gguf_writer_finish(w, dir.file("again.gguf").c_str()), FG_OK) << fg_last_error();
+  EXPECT_EQ(fgt::read_file(dir.file("again.gguf")), src);
+  fg_gguf_writer_free(w);
+  fg_gguf_close(f);
+}
+
+TEST(GgufInterop, ForgiaFileReadsTheSameInGgufPy) {
+  REQUIRE_PYTHON();
+  fgt::TempDir dir;
+  for (uint32_t align : {32u, 128u}) {
+    SCOPED_TRACE(align);
+    fg_gguf_writer *w = nullptr;
+    ASSERT_EQ(fg_gguf_writer_create(&w), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_str(w, "general.architecture", "forgia", 6), FG_OK);
+    if (align != 32) {
+      ASSERT_EQ(fg_gguf_writer_set_u32(w, "general.alignment", align), FG_OK);
+    }
+    ASSERT_EQ(fg_gguf_writer_set_u8(w, "k.u8", 7), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_i8(w, "k.i8", -7), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_u16(w, "k.u16", 65535), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_i16(w, "k.i16", -2), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_u32(w, "k.u32", 123456789), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_i32(w, "k.i32", -123456789), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_u64(w, "k.u64", 1ull << 40), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_i64(w, "k.i64", -(1ll << 40)), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_f32(w, "k.f32", 1.0f / 3), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_f64(w, "k.f64", 1.0 / 3), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_bool(w, "k.bool", false), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_set_str(w, "k.str", "ünïcode", strlen("ünïcode")), FG_OK);
+    const char *toks[] = {"a", "bb", "ccc", "<unk>"};
+    ASSERT_EQ(fg_gguf_writer_set_str_array(w, "k.tokens", toks, nullptr, 4), FG_OK);
+    float scores[3] = {0.25f, -1.5f, 3.0f};
+    ASSERT_EQ(fg_gguf_writer_set_array(w, "k.scores", FG_GGUF_FLOAT32, scores, 3), FG_OK);
+    int16_t shorts[2] = {-5, 5};
+    ASSERT_EQ(fg_gguf_writer_set_array(w, "k.i16s", FG_GGUF_INT16, shorts, 2), FG_OK);
+    Bytes a = gg::pattern(1, 4 * 6), q = gg::pattern(2, 2 * 18), k6 = gg::pattern(3, 210), h = gg::pattern(4, 10);
+    uint64_t ne_a[2] = {3, 2}, ne_q[2] = {32, 2}, ne_k6[1] = {256}, ne_h[3] = {5, 1, 1};
+    ASSERT_EQ(fg_gguf_writer_add_tensor(w, "a.f32", FG_F32, 2, ne_a, a.data(), a.size()), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_add_tensor(w, "b.q4_0", FG_Q4_0, 2, ne_q, q.data(), q.size()), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_add_tensor(w, "c.q6_k", FG_Q6_K, 1, ne_k6, k6.data(), k6.size()), FG_OK);
+    ASSERT_EQ(fg_gguf_writer_add_tensor(w, "d.f16", FG_F16, 3, ne_h, h.data(), h.size()), FG_OK);
+    std::string path = dir.file("forgia" + std::to_string(align) + ".gguf");
+    ASSERT_EQ(fg_gguf_writer_finish(w, path.c_str()), FG_OK) << fg_last_error();
+    fg_gguf_writer_free(w);
+
+    std::string theirs = py("dump", path);
+    fg_gguf_file *f = nullptr;
+    ASSERT_EQ(fg_gguf_open(path.c_str(), FG_MAP_MMAP, &f), FG_OK) << fg_last_error();
+    std::string ours = dump(f);
+    fg_gguf_close(f);
+    EXPECT_EQ(theirs, ours);
+    EXPECT_NE(theirs.find("kv k.tokens ARRAY STRING 4 61,6262,636363,3c756e6b3e\n"), std::string::npos) << theirs;
+    EXPECT_NE(theirs.find("kv k.f32 FLOAT32 0.3333333432674408\n"), std::string::npos) << theirs;
+    EXPECT_NE(theirs.find("tensor b.q4_0 2 32,2 36 " + hex(q.data(), q.size()) + "\n"), std::string::npos);
+    EXPECT_NE(theirs.find("tensor d.f16 1 5,1,1 10 "), std::string::npos);
+  }
+}
+
+}  // namespace
