@@ -171,6 +171,9 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   if (name_len == 0 || name_len >= FG_GGUF_MAX_NAME)
     return fg_fail(FG_ERR_BAD_STRING, "%s: tensor %" PRIu64 " at offset %" PRIu64 ": name length %" PRIu64 ", expected 1..%u bytes",
                    c->path, i, start, name_len, FG_GGUF_MAX_NAME - 1);
+  /* The name is handed out NUL-terminated, so an embedded NUL would make it ambiguous. */
+  if (memchr(name, 0, name_len))
+    return fg_fail(FG_ERR_BAD_STRING, "%s: tensor %" PRIu64 " at offset %" PRIu64 ": name contains a NUL byte", c->path, i, start);
   memcpy(t->name, name, name_len);
   t->name[name_len] = '\0';
   t->name_len = (uint32_t)name_len;

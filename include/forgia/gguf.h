@@ -15,7 +15,8 @@
  *   FG_ERR_BAD_MAGIC       the first four bytes are not "GGUF"
  *   FG_ERR_BAD_VERSION     version other than 2 or 3 (a byte-swapped, big-endian file included)
  *   FG_ERR_BAD_STRING      empty key, key/string/name length past EOF or over 1 GiB, tensor
- *                          name empty or 64 bytes or longer (ggml's GGML_MAX_NAME)
+ *                          name empty, 64 bytes or longer (ggml's GGML_MAX_NAME) or holding
+ *                          a NUL byte
  *   FG_ERR_BAD_VALUE_TYPE  value type outside 0..12, arrays of arrays
  *   FG_ERR_RANGE           a UINT64 value (scalar or array element) >= 2^63; an array of
  *                          more than 2^30 elements

@@ -188,6 +188,7 @@ def cases():
     c["tensor_block_mismatch"] = (one("t", u64(16) + u64(2), 2, T_Q4_0[0], data=b"\0" * 64), "FG_ERR_BAD_SHAPE")
     c["tensor_name_empty"] = (one("", u64(4), 1, 0, data=b"\0" * 32), "FG_ERR_BAD_STRING")
     c["tensor_name_64"] = (one("n" * 64, u64(4), 1, 0, data=b"\0" * 32), "FG_ERR_BAD_STRING")
+    c["tensor_name_nul"] = (one("a\0b", u64(4), 1, 0, data=b"\0" * 32), "FG_ERR_BAD_STRING")
     c["tensor_name_past_eof"] = (header(1, 0) + u64(500) + b"name" + b"\0" * 40, "FG_ERR_BAD_STRING")
     c["tensor_info_truncated"] = (header(1, 0) + gstr("t") + u32(4) + u64(4) + b"\0" * 20, "FG_ERR_TRUNCATED")
     c["tensor_dup_name"] = (gguf([], [("w", [4], T_F32), ("w", [4], T_F32)]), "FG_ERR_DUPLICATE")
