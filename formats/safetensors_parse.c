@@ -1,5 +1,6 @@
 /* safetensors reader: header validation in the upstream order, open/parse entry points,
  * lookups. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* forgia inspect: the header of a GGUF file (or split) or a safetensors file/folder, as a
  * readable summary or one JSON object. Only header pages are read. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
