@@ -1,0 +1,135 @@
+/* Internals of the loader (include/forgia/load.h), shared by host/load_*.c:
+ *   load_source.c    one view over GGUF (single or split) and safetensors (file or directory):
+ *                    tensors with their file offsets, per-file descriptors for pread, identity
+ *                    checks that catch a file truncated, rewritten or replaced under the load
+ *   load_ring.c      pinned staging ring (buffers, events, copy stream)
+ *   load_staged.c    the pipeline: staging thread -> ring -> copy stream -> convert
+ *   load_cpu.c       the CPU target: borrow, or convert/dequantize straight from the mapping
+ *   load.c           options, filter, plan, the model container and lookup */
+#ifndef FORGIA_HOST_LOAD_INTERNAL_H
+#define FORGIA_HOST_LOAD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "forgia/load.h"
+#include "forgia/mapping.h"
+
+/* ---- source -------------------------------------------------------------------------- */
+
+typedef struct fg_src_file {
+  const char *path;          /* the mapping's path (borrowed from the parser) */
+  const fg_mapping *map;     /* borrowed from the parser */
+  const uint8_t *base;       /* fg_mapping_data(map) */
+  uint64_t size;
+  int fd;                    /* our own descriptor: pread, fadvise, fstat */
+  dev_t st_dev;
+  ino_t st_ino;
+  struct timespec mtime;
+} fg_src_file;
+
+typedef struct fg_src_tensor {
+  const char *name;          /* borrowed from the parser */
+  size_t name_len;
+  fg_dtype dtype;
+  int ndim;
+  const uint64_t *shape;     /* borrowed from the parser, row-major */
+  uint64_t numel;
+  uint64_t nbytes;
+  uint64_t row;              /* elements of the innermost dimension (1 for a scalar) */
+  uint32_t file;
+  uint64_t offset;           /* absolute offset of the data in its file */
+} fg_src_tensor;
+
+typedef struct fg_source fg_source;
+
+fg_status fg_source_open(const char *path, fg_source **out);
+void fg_source_close(fg_source *s);
+const char *fg_source_format(const fg_source *s);   /* "gguf" / "safetensors" */
+size_t fg_source_count(const fg_source *s);
+const fg_src_tensor *fg_source_at(const fg_source *s, size_t i);
+const fg_src_tensor *fg_source_find(const fg_source *s, const char *name);
+uint32_t fg_source_file_count(const fg_source *s);
+const fg_src_file *fg_source_file(const fg_source *s, uint32_t i);
+/* A new reference to a file's mapping, for borrowed tensors (fg_mapping_release it). */
+fg_mapping *fg_source_retain_mapping(const fg_source *s, uint32_t file);
+
+/* FG_OK while the file still is what was parsed: same inode at its path, same size and
+ * modification time. Names the tensor and offset otherwise. */
+fg_status fg_source_check(const fg_source *s, const fg_src_tensor *t, uint64_t off);
+/* Reads [off, off+len) of t's bytes with pread, in parallel pieces for large len
+ * (threads <= 1: one thread). A short read is FG_ERR_TRUNCATED. */
+fg_status fg_source_read(const fg_source *s, const fg_src_tensor *t, uint64_t off, void *dst, size_t len,
+                         int threads);
+/* Hints on t's bytes [off, off+len): readahead on our descriptor / on the mapping, and
+ * MADV_DONTNEED on the mapping. Never fail. */
+void fg_source_prefetch_fd(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+void fg_source_prefetch_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+void fg_source_release_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+/* Faults in the mapping's pages of t's bytes [off, off+len) without copying. A page past
+ * the end of the file is FG_ERR_TRUNCATED (never SIGBUS on kernels with
+ * MADV_POPULATE_READ; older kernels touch each page after an identity check). */
+fg_status fg_source_populate(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+/* Switches the kernel's fault readahead off (random) or back on (normal) for every mapping,
+ * so that populating one tensor does not read its neighbours. */
+void fg_source_set_random(const fg_source *s, bool random);
+/* Pointer to t's bytes in the mapping (NULL when nbytes is 0). */
+const uint8_t *fg_source_data(const fg_source *s, const fg_src_tensor *t);
+
+/* ---- plan ---------------------------------------------------------------------------- */
+
+typedef enum fg_load_how {
+  FG_HOW_BORROW = 0,  /* CPU: pointer into the mapping */
+  FG_HOW_COPY,        /* same dtype, own memory */
+  FG_HOW_CONVERT,     /* f32/f16/bf16 pair (fg_convert / fg_cpu_convert) */
+  FG_HOW_DEQUANT,     /* block type -> f32 (fg_quant_decode_rows on the host) */
+} fg_load_how;
+
+typedef struct fg_load_item {
+  const fg_src_tensor *src;
+  fg_model_tensor *out;      /* out->data already points at its destination */
+  fg_load_how how;
+} fg_load_item;
+
+typedef struct fg_load_ctx {
+  fg_source *src;
+  fg_device *dev;
+  const fg_load_options *opt;
+  fg_load_item *items;       /* selected tensors in (file, offset) order */
+  size_t nitems;
+  uint64_t bytes_total, bytes_done, tensors_done;
+  double t0;
+  int threads;
+  fg_load_stats *stats;
+} fg_load_ctx;
+
+double fg_load_now(void);
+/* Calls the progress callback; FG_ERR_STATE when it asks to cancel. */
+fg_status fg_load_progress_step(fg_load_ctx *c, const char *tensor);
+/* Data copied out of a file is only trustworthy if the file was intact until the last byte
+ * was read: checks once more every file a non-borrowed tensor came from. */
+fg_status fg_load_final_check(fg_load_ctx *c);
+/* True when FORGIA_VERBOSE is set to something other than "0" or "". */
+bool fg_load_verbose(void);
+/* f16 or bf16: the pair fg_convert can only join through f32. */
+bool fg_load_is_half(fg_dtype t);
+
+/* The two ways of running a plan. Both leave partial output to the caller to free. */
+fg_status fg_load_run_cpu(fg_load_ctx *c);
+fg_status fg_load_run_staged(fg_load_ctx *c);
+
+/* ---- ring ---------------------------------------------------------------------------- */
+
+struct fg_load_ring {
+  fg_device *dev;
+  uint32_t count;
+  size_t bytes;
+  int numa_node;
+  void **buf;                /* pinned, count entries */
+  fg_event **ev;             /* ev[i] recorded after the last copy out of buf[i] */
+  fg_stream *stream;         /* the copy stream */
+};
+
+#endif
