@@ -28,11 +28,9 @@ static inline FG_HD void fg_dequant_tq1_0(const uint8_t *b, float *y) {
 /* TQ2_0, 66 bytes: qs[64], d fp16 (last); byte m of half h holds 128h + m + 32n in bits 2n. */
 static inline FG_HD void fg_dequant_tq2_0(const uint8_t *b, float *y) {
   const float d = fg_ld_f16(b + 64);
-  for (int e = 0; e < 256; e++) {
-    const int h = e >> 7, r = e & 127;
-    const int q = (b[32 * h + (r & 31)] >> (2 * (r >> 5))) & 3;
-    y[e] = (float)(q - 1) * d;
-  }
+  for (int h = 0; h < 2; h++)
+    for (int n = 0; n < 4; n++)
+      for (int m = 0; m < 32; m++) y[128 * h + 32 * n + m] = (float)(((b[32 * h + m] >> (2 * n)) & 3) - 1) * d;
 }
 
 #endif
