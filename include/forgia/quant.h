@@ -8,8 +8,9 @@
  * - n (elements per row) must be a whole number of the type's blocks: FG_ERR_BAD_ROW.
  * - the byte slice must be exactly the row's size (fg_dtype_nbytes(t, n)), times nrows for the
  *   multi-row forms: FG_ERR_BAD_ROW naming expected and found sizes.
- * - a NaN or Inf in an encoder's input is refused with FG_ERR_NONFINITE naming the element
+ * - a NaN or Inf in a block encoder's input is refused with FG_ERR_NONFINITE naming the element
  *   index (within the row, and the row for the multi-row form); nothing useful is left in dst.
+ *   f32, f16 and bf16 carry NaN and Inf, so their encoders convert them like any value.
  *   Callers add the tensor name with fg_fail_prefix.
  * - a type this build cannot encode/decode gives FG_ERR_UNSUPPORTED.
  * The multi-row forms run OpenMP over rows and give identical bytes for any thread count. */
