@@ -1,0 +1,74 @@
+#include "util_limits.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/cpu_ops.h"
+
+double fg_cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double fg_cli_read_gbs(const char *const *paths, size_t n) {
+  size_t bufsz = (size_t)16 << 20;
+  char *buf = malloc(bufsz);
+  if (!buf) return -1.0;
+  unsigned long long total = 0;
+  double t0 = fg_cli_now();
+  for (size_t i = 0; i < n; i++) {
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      free(buf);
+      return -1.0;
+    }
+    ssize_t r;
+    while ((r = read(fd, buf, bufsz)) > 0) total += (unsigned long long)r;
+    close(fd);
+  }
+  double dt = fg_cli_now() - t0;
+  free(buf);
+  return dt > 0 ? (double)total / dt / 1e9 : 0.0;
+}
+
+double fg_cli_memcpy_gbs(void) {
+  size_t n = (size_t)256 << 20;
+  char *a = malloc(n), *b = malloc(n);
+  double best = 0.0;
+  if (a && b) {
+    memset(a, 1, n);
+    memset(b, 2, n);
+    for (int rep = 0; rep < 5; rep++) {
+      double t0 = fg_cli_now();
+      fg_cpu_memcpy(b, a, n);
+      double dt = fg_cli_now() - t0;
+      if (dt > 0 && (double)n / dt / 1e9 > best) best = (double)n / dt / 1e9;
+    }
+  }
+  free(a);
+  free(b);
+  return best;
+}
+
+double fg_cli_h2d_gbs(fg_device *dev) {
+  if (fg_device_kind_of(dev) != FG_DEVICE_CUDA) return 0.0;
+  size_t n = (size_t)256 << 20;
+  void *h = NULL, *d = NULL;
+  double best = 0.0;
+  if (fg_host_alloc_pinned(dev, n, -1, &h) == FG_OK && fg_device_alloc(dev, n, &d) == FG_OK) {
+    memset(h, 1, n);
+    for (int rep = 0; rep < 5; rep++) {
+      double t0 = fg_cli_now();
+      if (fg_device_copy(dev, d, h, n, FG_COPY_H2D) || fg_device_sync(dev)) break;
+      double dt = fg_cli_now() - t0;
+      if (dt > 0 && (double)n / dt / 1e9 > best) best = (double)n / dt / 1e9;
+    }
+  }
+  fg_device_free(dev, d);
+  fg_host_free_pinned(dev, h);
+  return best;
+}
