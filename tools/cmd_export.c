@@ -183,10 +183,13 @@ int fg_cmd_export(int argc, char **argv) {
       rc = 1;
     } else {
       double el = fg_cli_progress_elapsed(&ctx.bar);
-      char rate[32], rss[32];
+      uint64_t read;
+      char rin[32], rout[32], rss[32];
+      fg_export_plan_totals(plan, &read, NULL);
       print_totals(plan, "wrote");
-      printf("output %s in %.2f s (%s/s); peak RSS %s\n", out, el,
-             fg_cli_human_bytes(el > 0 ? (uint64_t)((double)total / el) : 0, rate, sizeof rate),
+      printf("output %s in %.2f s (source %s/s, output %s/s); peak RSS %s\n", out, el,
+             fg_cli_human_bytes(el > 0 ? (uint64_t)((double)read / el) : 0, rin, sizeof rin),
+             fg_cli_human_bytes(el > 0 ? (uint64_t)((double)total / el) : 0, rout, sizeof rout),
              fg_cli_human_bytes(fg_cli_peak_rss(), rss, sizeof rss));
     }
   }
