@@ -35,7 +35,8 @@
  * Writing. fg_gguf_writer collects KVs (exact wire types) and tensors, then writes the
  * layout of ggml's writer: header, KVs in insertion order, tensor infos in declaration
  * order, zero padding to the alignment, each tensor's data zero-padded to the alignment
- * (the last one too); offsets are the running padded total. Files go to a temporary name in
+ * (the last one too); offsets are the running padded total. The writer adds no key of its
+ * own (not even general.alignment). Files go to a temporary name in
  * the destination directory and are renamed into place on success; on failure the temporary
  * file is removed and the destination is untouched. */
 #ifndef FORGIA_GGUF_H
