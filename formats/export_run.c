@@ -104,7 +104,7 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tenso
     return fg_fail(FG_ERR_OVERFLOW, "%s: tensor '%s': a chunk of %" PRIu64 " rows does not fit in memory",
                    path, t->name, per);
   if ((st = grow((void **)&c->fbuf, &c->fcap, (size_t)(per * n * sizeof(float)), "f32")) ||
-      (st = grow((void **)&c->obuf, &c->ocap, (size_t)(per * dst_row), "encode")))
+      (t->dst_dtype != FG_F32 && (st = grow((void **)&c->obuf, &c->ocap, (size_t)(per * dst_row), "encode"))))
     return st;
   for (uint64_t r = 0; r < rows; r += per) {
     uint64_t k = rows - r < per ? rows - r : per;
@@ -113,9 +113,13 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tenso
     st = fg_quant_decode_rows(t->src_dtype, s->data + off, (size_t)len, c->fbuf, (int64_t)k, (int64_t)n);
     fg_mapping_release_pages(s->map, s->map_off + off, len);
     if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
-    st = fg_quant_encode_rows(t->dst_dtype, c->fbuf, (int64_t)k, (int64_t)n, c->obuf, (size_t)(k * dst_row));
-    if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
-    if ((st = fg_gguf_writer_write_data(c->w, c->obuf, k * dst_row)) || (st = report(c, k * dst_row))) return st;
+    const void *outp = c->fbuf; /* an f32 target is the decoded chunk itself */
+    if (t->dst_dtype != FG_F32) {
+      st = fg_quant_encode_rows(t->dst_dtype, c->fbuf, (int64_t)k, (int64_t)n, c->obuf, (size_t)(k * dst_row));
+      if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
+      outp = c->obuf;
+    }
+    if ((st = fg_gguf_writer_write_data(c->w, outp, k * dst_row)) || (st = report(c, k * dst_row))) return st;
   }
   return FG_OK;
 }

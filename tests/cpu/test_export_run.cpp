@@ -397,3 +397,34 @@ TEST_F(ExportRun, CliFailuresExit1WithOneLineAndNoFile) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ExportSafetensors, ShardedDirectoryIsOneModel) {
+  fgt::TempDir dir;
+  std::vector<Tensor> ts = {fgx::make("a.weight", FG_F16, {4, 64}, 1), fgx::make("b.weight", FG_F32, {4, 64}, 2),
+                            fgx::make("c.bias", FG_F32, {64}, 3)};
+  std::vector<fg_st_write_tensor> wt;
+  for (const Tensor &t : ts)
+    wt.push_back({t.name.c_str(), t.dtype, (int)t.shape.size(), t.shape.data(), t.data.data(), (uint64_t)t.data.size()});
+  size_t nshards = 0;
+  ASSERT_EQ(fg_st_save_sharded(dir.path.c_str(), wt.data(), wt.size(), nullptr, 0, 600, &nshards), FG_OK) << fg_last_error();
+  ASSERT_GT(nshards, 1u);
+  std::string out = dir.file("out.gguf");
+  ASSERT_EQ(fgx::export_file(dir.path, false, fgx::opts("bf16"), out), FG_OK) << fg_last_error();
+  fg_gguf_file *g = nullptr;
+  ASSERT_EQ(fg_gguf_open(out.c_str(), FG_MAP_READ, &g), FG_OK);
+  ASSERT_EQ(fg_gguf_tensor_count(g), 3u);
+  for (const Tensor &t : ts) {
+    const fg_gguf_tensor *gt = fg_gguf_find_tensor(g, t.name.c_str());
+    ASSERT_NE(gt, nullptr) << t.name;
+    std::vector<uint8_t> want = t.shape.size() == 2 ? fgx::transcode(t, FG_BF16) : t.data;
+    EXPECT_TRUE(std::vector<uint8_t>(gt->data, gt->data + gt->nbytes) == want) << t.name;
+  }
+  int64_t ft = 0;
+  EXPECT_EQ(fg_gguf_get_int(g, "general.file_type", &ft), FG_OK);
+  EXPECT_EQ(ft, 32);
+  fg_gguf_close(g);
+}
+
+}  // namespace
