@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Peer timings for bench_open: the same open+inspect work done by gguf-py's GGUFReader and
 by the safetensors package's safe_open (Rust core). Prints one JSON object."""
-import glob
 import json
 import os
 import resource
@@ -32,9 +31,13 @@ def gguf_inspect(path):
 
 
 def st_inspect(d):
+    # What opening a Hugging Face directory takes: the index (weight_map), then each shard.
     from safetensors import safe_open
-    n = 0
-    for shard in sorted(glob.glob(os.path.join(d, "*.safetensors"))):
+    with open(os.path.join(d, "model.safetensors.index.json")) as f:
+        index = json.load(f)
+    n = len(index["weight_map"])
+    for shard in sorted(set(index["weight_map"].values())):
+        shard = os.path.join(d, shard)
         with safe_open(shard, framework="numpy") as f:
             meta = f.metadata() or {}
             n += len(meta)

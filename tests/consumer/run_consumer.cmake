@@ -10,7 +10,9 @@ function(step)
   message(STATUS "${out}")
 endfunction()
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
-step(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+# EXTRA_FLAGS: a sanitized libforgia needs the sanitizer runtime in the consumer too.
+step(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+     "-DCMAKE_C_FLAGS=${EXTRA_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${EXTRA_FLAGS}")
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${WORK_DIR}/build/consumer)
 # pkg-config route: compile with the flags forgia.pc gives.
@@ -21,5 +23,6 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pkg-config forgia failed")
 endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
-step(cc ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_pc ${flags})
+separate_arguments(extra UNIX_COMMAND "${EXTRA_FLAGS}")
+step(cc ${extra} ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_pc ${flags})
 step(${WORK_DIR}/consumer_pc)
