@@ -64,9 +64,14 @@ static inline FG_HD void fg_dequant_q8_1(const uint8_t *b, float *y) {
   for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[4 + j] * d;
 }
 
-/* Q1_0, 18 bytes per 128: d fp16, qs[16]; bit j%8 of qs[j/8] set means +d, clear -d. */
+/* Q1_0, 18 bytes per 128: d fp16, qs[16]; bit j%8 of qs[j/8] set means +d, clear -d.
+ * The elements are d itself, not products, so a signalling-NaN scale would come through as
+ * it is; ggml's portable fp16 conversion ends in an f32 multiply, which returns it quiet, so set
+ * the quiet bit (by bits, so CPU and CUDA agree). Any other d is unchanged. */
 static inline FG_HD void fg_dequant_q1_0(const uint8_t *b, float *y) {
-  const float d = fg_ld_f16(b);
+  uint32_t du = fg_f32_bits(fg_ld_f16(b));
+  if ((du & 0x7fffffffu) > 0x7f800000u) du |= 0x00400000u;
+  const float d = fg_bits_f32(du);
   const uint8_t *qs = b + 2;
   for (int j = 0; j < 128; j++) y[j] = ((qs[j >> 3] >> (j & 7)) & 1) ? d : -d;
 }
