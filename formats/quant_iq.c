@@ -1,6 +1,9 @@
-/* Encoders of IQ4_NL and IQ4_XS (ggml quantize_row_iq4_{nl,xs}_ref, i.e. the importance-matrix
- * search run without a matrix: weights x², 15 trial scales either side of the max). Codes index
- * the non-linear table of elem/quant_iq4.h. */
+/* Encoders of IQ4_NL and IQ4_XS (ggml quantize_iq4_{nl,xs} with no importance matrix, the path
+ * ggml_quantize_chunk and llama-quantize take: the importance-matrix search run without a
+ * matrix, weights x², 15 trial scales either side of the max). For IQ4_XS that is also
+ * quantize_row_iq4_xs_ref; ggml's quantize_row_iq4_nl_ref instead passes ntry = -1 (one scale,
+ * no search) and gives other bytes: forgia follows the GGUF-writing path (see
+ * tests/data/golden/README.md). Codes index the non-linear table of elem/quant_iq4.h. */
 #include <math.h>
 
 #include "formats/quant_internal.h"
