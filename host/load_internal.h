@@ -63,17 +63,17 @@ fg_status fg_source_check(const fg_source *s, const fg_src_tensor *t, uint64_t o
  * (threads <= 1: one thread). A short read is FG_ERR_TRUNCATED. */
 fg_status fg_source_read(const fg_source *s, const fg_src_tensor *t, uint64_t off, void *dst, size_t len,
                          int threads);
-/* Hints on t's bytes [off, off+len): readahead on our descriptor / on the mapping, and
- * MADV_DONTNEED on the mapping. Never fail. */
+/* Hints on t's bytes [off, off+len): WILLNEED through our descriptor (exact: its kernel
+ * readahead is off), and MADV_DONTNEED on the mapping. Never fail. */
 void fg_source_prefetch_fd(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
-void fg_source_prefetch_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
 void fg_source_release_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
 /* Faults in the mapping's pages of t's bytes [off, off+len) without copying. A page past
  * the end of the file is FG_ERR_TRUNCATED (never SIGBUS on kernels with
  * MADV_POPULATE_READ; older kernels touch each page after an identity check). */
 fg_status fg_source_populate(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
-/* Switches the kernel's fault readahead off (random) or back on (normal) for every mapping,
- * so that populating one tensor does not read its neighbours. */
+/* Makes faults on the mappings ignore the kernel's readahead state (MADV_RANDOM) or restores
+ * it. The parsers' header faults leave readahead marks in the pages after the header; a
+ * later fault on a marked page would read a whole window ahead, rejected tensors included. */
 void fg_source_set_random(const fg_source *s, bool random);
 /* Pointer to t's bytes in the mapping (NULL when nbytes is 0). */
 const uint8_t *fg_source_data(const fg_source *s, const fg_src_tensor *t);

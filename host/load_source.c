@@ -334,11 +334,6 @@ void fg_source_prefetch_fd(const fg_source *s, const fg_src_tensor *t, uint64_t 
   (void)posix_fadvise(s->files[t->file].fd, (off_t)(t->offset + off), (off_t)len, POSIX_FADV_WILLNEED);
 }
 
-void fg_source_prefetch_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len) {
-  if (!clamp(t, off, &len)) return;
-  fg_mapping_prefetch(s->files[t->file].map, t->offset + off, len);
-}
-
 void fg_source_release_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len) {
   if (!clamp(t, off, &len)) return;
   fg_mapping_release_pages(s->files[t->file].map, t->offset + off, len);

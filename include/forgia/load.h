@@ -19,24 +19,27 @@
  *   GPU (and any target with FG_LOAD_STAGED): the files stay memory-mapped for the parsers,
  *     but tensor bytes are read with pread(2) into a ring of pinned buffers by a staging
  *     thread, while the calling thread queues each filled buffer's copy to the device on a
- *     copy stream (then the f16/bf16/f32 conversion there, with fg_convert) and records an
- *     event that orders the buffer's reuse. Block types asked to become f32 are decoded on
- *     the host into the staging buffer (fg_quant_decode_rows) before the copy. pread rather
- *     than memcpy from the mapping: a file truncated under the load gives a short read and a
- *     status instead of SIGBUS, and no file page enters the process (nothing to release
- *     behind the cursor). Readahead hints (WILLNEED) run ahead of the cursor over the bytes
- *     of selected tensors only; kernel readahead is switched off on the loader's own file
- *     descriptors, so rejected tensors are not read. Peak host memory is the ring plus one
- *     staging buffer for quantized input, whatever the model size.
- *     The ring is allocated on the NUMA node nearest the GPU and the staging thread is bound
- *     to that node's cores (hwloc); on a one-node machine that is a no-op, said once on
- *     stderr when FORGIA_VERBOSE=1.
+ *     copy stream (then the conversion there, with fg_convert) and records an event that
+ *     orders the buffer's reuse. Block types asked to become f32 cross the bus quantized and
+ *     are decoded on the device when the device layer decodes that type, else decoded on the
+ *     host into the staging buffer (fg_quant_decode_rows). pread rather than memcpy from the
+ *     mapping: a file truncated under the load gives a short read and a status instead of
+ *     SIGBUS, and no file page enters the process (nothing to release behind the cursor).
+ *     Peak host memory is the ring (plus one buffer's worth of quantized input when the host
+ *     decodes), whatever the model size. The ring is allocated on the NUMA node nearest the
+ *     GPU and the staging thread is bound to that node's cores (hwloc); on a one-node
+ *     machine that is a no-op, said once on stderr when FORGIA_VERBOSE=1.
  *   CPU: a tensor kept in its stored dtype is borrowed from the mapping (zero copy; the model
  *     holds the mapping until fg_model_free); its pages are populated during the load
  *     (MADV_POPULATE_READ) unless FG_LOAD_LAZY. A converted tensor is converted in parallel
  *     chunks straight from the mapping into memory the model owns; source pages are
  *     populated just before each chunk (which turns truncation into EFAULT, not SIGBUS),
- *     prefetched one chunk ahead and released (MADV_DONTNEED) behind it.
+ *     read ahead of it and released (MADV_DONTNEED) behind it.
+ *   Both paths: readahead hints (WILLNEED) run 64 MiB (staged: at least twice the ring)
+ *     ahead of the cursor over the bytes of selected tensors only, through the loader's own
+ *     descriptor on which kernel readahead is off, so rejected tensors are not read. The one
+ *     exception is not the loader's: the format parsers fault the header in through the
+ *     mapping, and the kernel may read around it (up to read_ahead_kb) into the first tensors.
  *
  * Faults: a file truncated, rewritten in place or replaced (renamed over) during the load
  * ends it with FG_ERR_TRUNCATED or FG_ERR_IO naming the file, tensor and offset; so does a
