@@ -248,12 +248,12 @@ fg_status fg_source_check(const fg_source *s, const fg_src_tensor *t, uint64_t o
   if (fstat(f->fd, &st) != 0)
     return fg_fail(FG_ERR_IO, "%s: tensor %s at offset %llu: stat: %s", f->path, t->name,
                    (unsigned long long)(t->offset + off), strerror(errno));
-  if ((uint64_t)st.st_size < t->offset + t->nbytes)
+  if ((uint64_t)st.st_size < f->size)
     return fg_fail(FG_ERR_TRUNCATED,
-                   "%s: truncated during the load: tensor %s needs bytes up to offset %llu, the file now has %llu "
-                   "(it had %llu)",
-                   f->path, t->name, (unsigned long long)(t->offset + t->nbytes), (unsigned long long)st.st_size,
-                   (unsigned long long)f->size);
+                   "%s: truncated during the load: the file now has %llu bytes (it had %llu); tensor %s at offset "
+                   "%llu, its data ends at %llu",
+                   f->path, (unsigned long long)st.st_size, (unsigned long long)f->size, t->name,
+                   (unsigned long long)(t->offset + off), (unsigned long long)(t->offset + t->nbytes));
   if ((uint64_t)st.st_size != f->size || st.st_mtim.tv_sec != f->mtime.tv_sec ||
       st.st_mtim.tv_nsec != f->mtime.tv_nsec)
     return fg_fail(FG_ERR_IO,
