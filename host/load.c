@@ -371,6 +371,12 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   const fg_load_options *o = opt ? opt : &defaults;
   if ((unsigned)o->dtype > FG_LOAD_DEQUANT)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: dtype policy %d out of range", (int)o->dtype);
+  /* Ring sizes are checked whatever the target, so that a bad option fails the same way on
+   * every machine. */
+  if (!o->ring && (o->ring_count > FG_LOAD_RING_MAX_COUNT ||
+                   (o->ring_bytes && (o->ring_bytes < FG_LOAD_RING_MIN_BYTES || o->ring_bytes > FG_LOAD_RING_MAX_BYTES))))
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: staging ring of %u x %zu bytes, expected 1..%u buffers of %zu..%zu bytes",
+                   o->ring_count, o->ring_bytes, FG_LOAD_RING_MAX_COUNT, FG_LOAD_RING_MIN_BYTES, FG_LOAD_RING_MAX_BYTES);
   if (o->ring && o->ring->dev != dev)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: the ring belongs to %s, the load targets %s",
                    fg_device_spec(o->ring->dev), fg_device_spec(dev));
