@@ -33,18 +33,23 @@ static char *read_text(const char *path, size_t *len) {
   if (!f) return NULL;
   char *buf = NULL;
   size_t n = 0, cap = 0;
+  bool ok = true;
   for (;;) {
     if (n + 4096 + 1 > cap) {
       cap = (cap ? cap * 2 : 8192);
       char *b = realloc(buf, cap);
-      if (!b) break;
+      if (!b) {
+        ok = false;
+        errno = ENOMEM;
+        break;
+      }
       buf = b;
     }
     size_t k = fread(buf + n, 1, cap - n - 1, f);
     n += k;
     if (k == 0) break;
   }
-  bool ok = buf && !ferror(f);
+  ok = ok && buf && !ferror(f);
   fclose(f);
   if (!ok) {
     free(buf);
