@@ -3,11 +3,15 @@
 #define FORGIA_FORGIA_H
 
 #include "forgia/status.h"
+#include "forgia/version.h"
 #include "forgia/dtype.h"
 #include "forgia/mapping.h"
-#include "forgia/safetensors.h"
-#include "forgia/device.h"
 #include "forgia/topology.h"
-#include "forgia/version.h"
+#include "forgia/device.h"
+#include "forgia/gguf.h"
+#include "forgia/safetensors.h"
+#include "forgia/quant.h"
+#include "forgia/export.h"
+#include "forgia/load.h"
 
 #endif

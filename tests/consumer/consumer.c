@@ -1,5 +1,5 @@
 /* A program outside the project, built against the installed package. */
-#include <forgia/forgia.h>
+#include <forgia/forgia.h>  /* every module must compile as plain C */
 #include <stdio.h>
 #include <string.h>
 
