@@ -23,10 +23,24 @@ static float fg_signed_absmax(const float *x, int n) {
   return max;
 }
 
+/* Inputs are finite (checked by the caller): for non-negative floats the bit patterns order
+ * like the values, so an integer max, which vectorises, gives fmaxf's result exactly. */
 static float fg_absmax(const float *x, int n) {
-  float amax = 0.0f;
-  for (int j = 0; j < n; j++) amax = fmaxf(amax, fabsf(x[j]));
-  return amax;
+  uint32_t m = 0;
+  for (int j = 0; j < n; j++) {
+    const uint32_t u = fg_f32_bits(x[j]) & 0x7fffffffu;
+    m = u > m ? u : m;
+  }
+  return fg_bits_f32(m);
+}
+
+/* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
+ * vectorises: truncate, then step away from zero when the exact remainder is at least one
+ * half. Blocks whose scale overflowed (id infinite) take the general path instead. */
+static inline uint8_t fg_round_small_u8(float v) {
+  const int32_t t = (int32_t)v;
+  const float r = v - (float)t;
+  return (uint8_t)(t + (r >= 0.5f) - (r <= -0.5f));
 }
 
 void fg_qenc_q4_0(const float *x, uint8_t *y) {
@@ -105,17 +119,23 @@ void fg_qenc_q8_0(const float *x, uint8_t *y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
-  for (int j = 0; j < 32; j++) y[2 + j] = fg_cast_u8(fg_round_away(x[j] * id));
+  if (id < INFINITY) {
+    for (int j = 0; j < 32; j++) y[2 + j] = fg_round_small_u8(x[j] * id);
+  } else {
+    for (int j = 0; j < 32; j++) y[2 + j] = fg_cast_u8(fg_round_away(x[j] * id));
+  }
 }
 
 void fg_qenc_q8_1(const float *x, uint8_t *y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   int sum = 0;
-  for (int j = 0; j < 32; j++) {
-    y[4 + j] = fg_cast_u8(fg_round_away(x[j] * id));
-    sum += (int8_t)y[4 + j];
+  if (id < INFINITY) {
+    for (int j = 0; j < 32; j++) y[4 + j] = fg_round_small_u8(x[j] * id);
+  } else {
+    for (int j = 0; j < 32; j++) y[4 + j] = fg_cast_u8(fg_round_away(x[j] * id));
   }
+  for (int j = 0; j < 32; j++) sum += (int8_t)y[4 + j];
   fg_st_le16(y, fg_f32_to_f16(d));
   fg_st_le16(y + 2, fg_f32_to_f16((float)sum * d));
 }
