@@ -39,20 +39,21 @@ static inline FG_HD uint16_t fg_f32_to_f16(float f) {
   return (uint16_t)((sign >> 16) | (0x7e00u & nan) | (nonsign & ~nan));
 }
 
+/* Branch-free so that CPU loops vectorise. Normals: rebias by moving the bits into an f32
+ * 2^112 too large and scaling by 2^-112 (exact). Subnormals: the mantissa placed under 0.5,
+ * minus 0.5 (exact, Sterbenz). Inf/NaN are selected from integer bits, so the payload is kept
+ * exactly (a float operation on a NaN would quieten it differently on CPUs and GPUs). */
 static inline FG_HD float fg_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu;
-  uint32_t m = h & 0x3ffu;
-  if (e == 0x1fu) return fg_bits_f32(sign | 0x7f800000u | (m << 13)); /* Inf/NaN */
-  if (e == 0) {
-    if (m == 0) return fg_bits_f32(sign);
-    /* subnormal: normalise */
-    uint32_t ex = 113u;                                          /* 127 - 15 + 1 */
-    while (!(m & 0x400u)) { m <<= 1; ex--; }
-    m &= 0x3ffu;
-    return fg_bits_f32(sign | (ex << 23) | (m << 13));
-  }
-  return fg_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const float normal = fg_bits_f32((two_w >> 4) + (0xe0u << 23)) * 0x1.0p-112f;
+  const float subnormal = fg_bits_f32((two_w >> 17) | (126u << 23)) - 0.5f;
+  const uint32_t sub = 0u - (uint32_t)(two_w < (1u << 27));
+  uint32_t r = (fg_f32_bits(subnormal) & sub) | (fg_f32_bits(normal) & ~sub);
+  const uint32_t special = 0u - (uint32_t)((h & 0x7c00u) == 0x7c00u);
+  r = (r & ~special) | ((0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13)) & special);
+  return fg_bits_f32(sign | r);
 }
 
 #endif
