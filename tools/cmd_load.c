@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cpu/cpu_ops.h"
+#include "util_limits.h"
 #include "forgia/forgia.h"
 #include "forgia/load.h"
 
@@ -31,12 +31,6 @@ static void usage(FILE *f) {
           "  --list     print every loaded tensor (name, dtype, shape, bytes)\n"
           "  --bench    also measure page-cache read(), memcpy and (GPU) pinned host-to-device\n"
           "             bandwidth in this run and print the load's ratio to each\n");
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -65,7 +59,7 @@ typedef struct bar {
 
 static bool show_progress(const fg_load_progress *p, void *user) {
   bar *b = user;
-  double t = now();
+  double t = fg_cli_now();
   bool end = p->bytes_done >= p->bytes_total && p->tensors_done >= p->tensors_total;
   if (!end && t - b->last < 0.1) return true;
   b->last = t;
@@ -88,67 +82,14 @@ static void print_shape(const fg_model_tensor *t) {
   printf("]");
 }
 
-/* ---- --bench limits ---------------------------------------------------------------------- */
+/* ---- --bench limits: tools/util_limits.c ------------------------------------------------ */
 
-/* read() of every file of the model, start to end, into one reused buffer: the rate at which
- * one thread gets the same bytes out of the page cache. */
 static int bench_read(const fg_model *m, double *gbs) {
-  size_t bufsz = (size_t)16 << 20;
-  char *buf = malloc(bufsz);
-  if (!buf) return -1;
-  uint64_t total = 0;
-  double t0 = now();
-  for (uint32_t i = 0; i < fg_model_file_count(m); i++) {
-    int fd = open(fg_model_file_path(m, i), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      free(buf);
-      return -1;
-    }
-    ssize_t r;
-    while ((r = read(fd, buf, bufsz)) > 0) total += (uint64_t)r;
-    close(fd);
-  }
-  double dt = now() - t0;
-  free(buf);
-  *gbs = dt > 0 ? (double)total / dt / 1e9 : 0.0;
-  return 0;
-}
-
-static double bench_memcpy(void) {
-  size_t n = (size_t)256 << 20;
-  char *a = malloc(n), *b = malloc(n);
-  double best = 0.0;
-  if (a && b) {
-    memset(a, 1, n);
-    memset(b, 2, n);
-    for (int rep = 0; rep < 5; rep++) {
-      double t0 = now();
-      fg_cpu_memcpy(b, a, n);
-      double dt = now() - t0;
-      if (dt > 0 && (double)n / dt / 1e9 > best) best = (double)n / dt / 1e9;
-    }
-  }
-  free(a);
-  free(b);
-  return best;
-}
-
-static double bench_h2d(fg_device *dev) {
-  size_t n = (size_t)256 << 20;
-  void *h = NULL, *d = NULL;
-  double best = 0.0;
-  if (fg_host_alloc_pinned(dev, n, -1, &h) == FG_OK && fg_device_alloc(dev, n, &d) == FG_OK) {
-    memset(h, 1, n);
-    for (int rep = 0; rep < 5; rep++) {
-      double t0 = now();
-      if (fg_device_copy(dev, d, h, n, FG_COPY_H2D) || fg_device_sync(dev)) break;
-      double dt = now() - t0;
-      if (dt > 0 && (double)n / dt / 1e9 > best) best = (double)n / dt / 1e9;
-    }
-  }
-  fg_device_free(dev, d);
-  fg_host_free_pinned(dev, h);
-  return best;
+  const char *paths[256];
+  uint32_t n = fg_model_file_count(m) < 256 ? fg_model_file_count(m) : 256;
+  for (uint32_t i = 0; i < n; i++) paths[i] = fg_model_file_path(m, i);
+  *gbs = fg_cli_read_gbs(paths, n);
+  return *gbs < 0 ? -1 : 0;
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
@@ -312,12 +253,12 @@ int fg_cmd_load(int argc, char **argv) {
     report("warm load", m, dev, &o);
     const fg_load_stats *st = fg_model_stats(m);
     double gbs = st->seconds > 0 ? (double)st->bytes_read / st->seconds / 1e9 : 0.0;
-    memcpy_gbs = bench_memcpy();
+    memcpy_gbs = fg_cli_memcpy_gbs();
     printf("bench: warm load %.3f GB/s\n", gbs);
     printf("bench: page-cache read() %.3f GB/s, ratio %.3f\n", read_gbs, read_gbs > 0 ? gbs / read_gbs : 0.0);
     printf("bench: memcpy %.3f GB/s, ratio %.3f\n", memcpy_gbs, memcpy_gbs > 0 ? gbs / memcpy_gbs : 0.0);
     if (fg_device_kind_of(dev) == FG_DEVICE_CUDA) {
-      h2d_gbs = bench_h2d(dev);
+      h2d_gbs = fg_cli_h2d_gbs(dev);
       printf("bench: pinned H2D %.3f GB/s, ratio %.3f\n", h2d_gbs, h2d_gbs > 0 ? gbs / h2d_gbs : 0.0);
     }
   }
