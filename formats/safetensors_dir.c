@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,7 +26,9 @@ struct fg_st_dir {
   size_t slot_cap;
   bool sharded;
   uint64_t total_size;
-  cJSON *index;
+  char *index_text;        /* the index file, kept for fg_st_dir_index_json */
+  size_t index_len;
+  _Atomic(cJSON *) index;  /* built from index_text on first use */
   cJSON *config;
 };
 
@@ -90,7 +93,8 @@ void fg_st_dir_close(fg_st_dir *d) {
   free(d->entries);
   free(d->slots);
   free(d->dir);
-  cJSON_Delete(d->index);
+  free(d->index_text);
+  cJSON_Delete(atomic_load(&d->index));
   cJSON_Delete(d->config);
   free(d);
 }
@@ -155,50 +159,57 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
     free(text);
     return s;
   }
-  cJSON *wm = NULL, *meta = NULL;
-  if (!cJSON_IsObject(j.root)) {
+  const st_node *root = j.nodes, *wm = NULL, *meta = NULL;
+  const st_node **seen = NULL;
+  if (root->kind != ST_OBJ) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: not a JSON object", index_path);
     goto done;
   }
-  for (cJSON *e = j.root->child; e; e = e->next) {
-    const st_tok *k = st_json_key_tok(&j, e);
-    cJSON **slot = !strcmp(k->str, "weight_map") ? &wm : !strcmp(k->str, "metadata") ? &meta : NULL;
+  const st_node *e = st_first(root);
+  for (size_t k = 0; k < root->len; k++, e = st_after(&j, e)) {
+    const st_node **slot = !strcmp(e->key, "weight_map") ? &wm : !strcmp(e->key, "metadata") ? &meta : NULL;
     if (!slot) continue;
     if (*slot) {
-      s = fg_fail(FG_ERR_DUPLICATE, "%s: key '%s' repeated at byte %u", index_path, k->str, k->pos);
+      s = fg_fail(FG_ERR_DUPLICATE, "%s: key '%s' repeated at byte %u", index_path, e->key, e->key_pos);
       goto done;
     }
     *slot = e;
   }
-  if (!cJSON_IsObject(wm)) {
+  if (!wm || wm->kind != ST_OBJ) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: no \"weight_map\" object", index_path);
     goto done;
   }
-  /* distinct shard names, validated as plain names in this folder */
-  size_t nmap = 0;
-  for (cJSON *e = wm->child; e; e = e->next) nmap++;
-  char **names = calloc(nmap ? nmap : 1, sizeof *names);
-  if (!names) {
+  /* distinct shard names (a hash set over the values), validated as plain names in this
+   * folder, then sorted */
+  size_t nmap = wm->len;
+  size_t slot_cap = 16;
+  while (slot_cap < 2 * nmap) slot_cap *= 2;
+  seen = calloc(slot_cap, sizeof *seen);
+  const char **names = calloc(nmap ? nmap : 1, sizeof *names);
+  if (!names || !seen) {
+    free(names);
     s = fg_fail(FG_ERR_NOMEM, "out of memory");
     goto done;
   }
-  size_t nn = 0;
-  for (cJSON *e = wm->child; e; e = e->next) {
-    const st_tok *k = st_json_key_tok(&j, e);
-    const st_tok *v = st_json_value_tok(&j, e);
-    if (!cJSON_IsString(e) || !v->str_len || strlen(v->str) != v->str_len || strchr(v->str, '/') ||
-        !strcmp(v->str, ".") || !strcmp(v->str, "..")) {
+  size_t u = 0;
+  e = st_first(wm);
+  for (size_t k = 0; k < nmap; k++, e = st_after(&j, e)) {
+    if (e->kind != ST_STR || !e->len || memchr(e->str, '\0', e->len) || memchr(e->str, '/', e->len) ||
+        !strcmp(e->str, ".") || !strcmp(e->str, "..")) {
       s = fg_fail(FG_ERR_INVALID_JSON, "%s: weight_map entry '%.200s' (byte %u) must name a file in the same folder",
-                  index_path, k->str, k->pos);
+                  index_path, e->key, e->key_pos);
       break;
     }
-    names[nn++] = v->str;
+    size_t h = (size_t)fnv(e->str, e->len) & (slot_cap - 1);
+    for (; seen[h]; h = (h + 1) & (slot_cap - 1))
+      if (seen[h]->len == e->len && !memcmp(seen[h]->str, e->str, e->len)) break;
+    if (!seen[h]) {
+      seen[h] = e;
+      names[u++] = e->str;
+    }
   }
   if (!s) {
-    qsort(names, nn, sizeof *names, cmp_str);
-    size_t u = 0;
-    for (size_t i = 0; i < nn; i++)
-      if (!u || strcmp(names[u - 1], names[i])) names[u++] = names[i];
+    qsort(names, u, sizeof *names, cmp_str);
     d->shards = calloc(u ? u : 1, sizeof *d->shards);
     d->shard_names = calloc(u ? u : 1, sizeof *d->shard_names);
     if (!d->shards || !d->shard_names) s = fg_fail(FG_ERR_NOMEM, "out of memory");
@@ -212,40 +223,31 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   if (s) goto done;
   if ((s = add_shards(d, mode))) goto done;
   /* the index and the shards must agree both ways */
-  size_t slot_cap = 16;
-  while (slot_cap < 2 * nmap) slot_cap *= 2;
-  const st_tok **seen = calloc(slot_cap, sizeof *seen);
-  if (!seen) {
-    s = fg_fail(FG_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  for (cJSON *e = wm->child; e && !s; e = e->next) {
-    const st_tok *k = st_json_key_tok(&j, e);
-    const st_tok *v = st_json_value_tok(&j, e);
-    size_t h = (size_t)fnv(k->str, k->str_len) & (slot_cap - 1);
+  memset(seen, 0, slot_cap * sizeof *seen);
+  e = st_first(wm);
+  for (size_t k = 0; k < nmap && !s; k++, e = st_after(&j, e)) {
+    size_t h = (size_t)fnv(e->key, e->key_len) & (slot_cap - 1);
     for (; seen[h]; h = (h + 1) & (slot_cap - 1))
-      if (seen[h]->str_len == k->str_len && !memcmp(seen[h]->str, k->str, k->str_len)) break;
+      if (seen[h]->key_len == e->key_len && !memcmp(seen[h]->key, e->key, e->key_len)) break;
     if (seen[h]) {
-      s = fg_fail(FG_ERR_DUPLICATE, "%s: weight_map names tensor '%.200s' twice (byte %u)", index_path, k->str,
-                  k->pos);
+      s = fg_fail(FG_ERR_DUPLICATE, "%s: weight_map names tensor '%.200s' twice (byte %u)", index_path, e->key,
+                  e->key_pos);
       break;
     }
-    seen[h] = k;
-    size_t idx = dir_lookup(d, k->str, k->str_len, NULL);
-    if (idx == SIZE_MAX || strcmp(d->shard_names[d->entries[idx].shard], v->str) != 0)
+    seen[h] = e;
+    size_t idx = dir_lookup(d, e->key, e->key_len, NULL);
+    if (idx == SIZE_MAX || strcmp(d->shard_names[d->entries[idx].shard], e->str) != 0)
       s = fg_fail(FG_ERR_NOT_FOUND, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", index_path,
-                  k->str, v->str);
+                  e->key, e->str);
   }
-  free(seen);
   if (s) goto done;
   if (d->n != nmap) {
     for (size_t i = 0; i < d->n; i++) {
       /* find a shard tensor the map does not name */
       bool named = false;
-      for (cJSON *e = wm->child; e && !named; e = e->next) {
-        const st_tok *k = st_json_key_tok(&j, e);
-        named = k->str_len == d->entries[i].t->name_len && !memcmp(k->str, d->entries[i].t->name, k->str_len);
-      }
+      e = st_first(wm);
+      for (size_t k = 0; k < nmap && !named; k++, e = st_after(&j, e))
+        named = e->key_len == d->entries[i].t->name_len && !memcmp(e->key, d->entries[i].t->name, e->key_len);
       if (!named) {
         s = fg_fail(FG_ERR_NOT_FOUND, "%s: tensor '%.200s' of %s is missing from weight_map", index_path,
                     d->entries[i].t->name, d->shard_names[d->entries[i].shard]);
@@ -253,19 +255,18 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
       }
     }
   }
-  if (meta && cJSON_IsObject(meta)) {
-    for (cJSON *e = meta->child; e; e = e->next) {
-      const st_tok *k = st_json_key_tok(&j, e);
-      if (strcmp(k->str, "total_size") != 0 || !cJSON_IsNumber(e)) continue;
+  if (meta && meta->kind == ST_OBJ) {
+    e = st_first(meta);
+    for (size_t k = 0; k < meta->len; k++, e = st_after(&j, e)) {
+      if (strcmp(e->key, "total_size") != 0 || e->kind != ST_NUM) continue;
       uint64_t v;
-      const st_tok *t = st_json_value_tok(&j, e);
-      if (st_tok_u64(t, &v)) {
+      if (st_num_u64(e, &v)) {
         d->total_size = v;
       } else {
         /* some writers emit 1.6e10 or 123.0: accept an integral, non-negative value */
         char buf[64];
-        size_t n = t->len < sizeof buf - 1 ? t->len : sizeof buf - 1;
-        memcpy(buf, t->raw, n);
+        size_t n = e->len < sizeof buf - 1 ? e->len : sizeof buf - 1;
+        memcpy(buf, e->str, n);
         buf[n] = '\0';
         double x = strtod(buf, NULL);
         if (!(x >= 0 && x < 18446744073709551616.0) || x != (double)(uint64_t)x) {
@@ -276,10 +277,13 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
       }
     }
   }
-  /* the exposed tree is a plain cJSON parse: the strict one's nodes carry token indices */
-  d->index = cJSON_ParseWithLength(text, len);
+  /* the exposed tree (a plain cJSON parse) is built from the text on first use */
+  d->index_text = text;
+  d->index_len = len;
+  text = NULL;
   d->sharded = true;
 done:
+  free(seen);
   st_json_free(&j);
   free(text);
   return s;
@@ -427,7 +431,20 @@ const char *fg_st_dir_shard_name(const fg_st_dir *d, size_t i) {
 }
 bool fg_st_dir_is_sharded(const fg_st_dir *d) { return d && d->sharded; }
 uint64_t fg_st_dir_total_size(const fg_st_dir *d) { return d ? d->total_size : 0; }
-const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d) { return d ? d->index : NULL; }
+const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d) {
+  if (!d) return NULL;
+  /* the getter may run on several threads at once: the first tree stored wins */
+  fg_st_dir *w = (fg_st_dir *)d;
+  cJSON *have = atomic_load_explicit(&w->index, memory_order_acquire);
+  if (have || !d->index_text) return have;
+  cJSON *made = cJSON_ParseWithLength(d->index_text, d->index_len);
+  if (!made) return NULL;
+  if (!atomic_compare_exchange_strong_explicit(&w->index, &have, made, memory_order_acq_rel, memory_order_acquire)) {
+    cJSON_Delete(made);
+    return have;
+  }
+  return made;
+}
 const struct cJSON *fg_st_dir_config(const fg_st_dir *d) { return d ? d->config : NULL; }
 
 static fg_status config_item(const fg_st_dir *d, const char *key, const cJSON **out) {

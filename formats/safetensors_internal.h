@@ -11,36 +11,44 @@ struct fg_st_file {
   char *source;
   uint64_t header_size, data_start, data_size;
   size_t n;
-  fg_st_tensor *tensors;     /* header order; names and shapes individually owned */
+  fg_st_tensor *tensors;     /* header order; names point into strs, shapes into dims */
   size_t *by_offset;         /* indices sorted by (begin, end, header order) */
   size_t *slots;             /* name hash table: index + 1, 0 = empty; cap is a power of 2 */
   size_t slot_cap;
+  char *strs;                /* the header's decoded strings (names, metadata) */
+  uint64_t *dims;            /* every tensor's shape, one block */
   bool has_meta;
   size_t nmeta;
-  char **meta_keys, **meta_vals;
+  const char **meta_keys, **meta_vals; /* point into strs */
 };
 
 /* ---- strict JSON (safetensors_json.c) ----
- * cJSON gives the tree, but it parses numbers as doubles, stops strings at \u0000, skips
- * a BOM and any byte <= 0x20 as whitespace, and keeps duplicate keys. So the text is first
- * lexed here: UTF-8 checked, whitespace limited to JSON's four, strings decoded exactly
- * (length kept), numbers kept as their source text and checked against the JSON grammar.
- * Each cJSON string or number node is then tied to its lexed token (document order is
- * the same in both), and the schema code reads the exact token. */
+ * One pass over the text builds a flat tree (a "tape": each value is one node, its
+ * children follow it, `next` skips its subtree) with every string decoded exactly (length
+ * kept, \u0000 included) and every number kept as its source text. It accepts exactly
+ * what the reference check accepts: UTF-8 as Rust's str::from_utf8, JSON's four
+ * whitespace bytes only, the JSON number grammar, cJSON's nesting limit. When the text
+ * is refused, the reference check (a lexer, then cJSON over the lexed text) runs to give
+ * the message, so errors keep their class, order and byte offsets. */
 
-typedef struct st_tok {
-  uint32_t pos;              /* byte position in the JSON text */
-  uint32_t len;              /* raw length (numbers) */
-  char *str;                 /* decoded string, NUL-terminated (NULL for numbers) */
-  size_t str_len;
-  const char *raw;           /* number text (not terminated) */
-} st_tok;
+enum { ST_NULL, ST_FALSE, ST_TRUE, ST_NUM, ST_STR, ST_ARR, ST_OBJ };
+
+typedef struct st_node {
+  uint8_t kind;
+  uint32_t pos;              /* byte of the value's first character (a string's quote) */
+  uint32_t len;              /* ST_STR: decoded bytes; ST_NUM: raw bytes; ST_ARR/ST_OBJ: children */
+  uint32_t next;             /* index of the node after this value and its subtree */
+  uint32_t key_pos;          /* object members: byte of the key's opening quote */
+  uint32_t key_len;          /* object members: decoded key bytes */
+  const char *str;           /* ST_STR: decoded, NUL-terminated; ST_NUM: raw text (not terminated) */
+  const char *key;           /* object members: decoded key, NUL-terminated; NULL otherwise */
+} st_node;
 
 typedef struct st_json {
-  cJSON *root;
-  st_tok *toks;
-  size_t ntoks;
-  char *text;                /* the NUL-terminated copy cJSON parsed */
+  st_node *nodes;            /* nodes[0] is the root */
+  size_t nnodes;
+  size_t nnums;              /* ST_NUM nodes */
+  char *strs;                /* every decoded string, one block (the caller may take it) */
 } st_json;
 
 /* Checks that s[0..n) is UTF-8 as Rust's str::from_utf8 defines it; on failure *bad is
@@ -52,12 +60,12 @@ bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad);
 fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out);
 void st_json_free(st_json *j);
 
-/* Token of a string or number node, of an object member's key. */
-const st_tok *st_json_value_tok(const st_json *j, const cJSON *node);
-const st_tok *st_json_key_tok(const st_json *j, const cJSON *node);
-/* Parses a number token as a non-negative integer without fraction/exponent/sign that
- * fits in u64. */
-bool st_tok_u64(const st_tok *t, uint64_t *out);
+/* Children of an array or object: for (c = st_first(v), k = 0; k < v->len; k++, c = st_after(j, c)) */
+static inline const st_node *st_first(const st_node *v) { return v + 1; }
+static inline const st_node *st_after(const st_json *j, const st_node *c) { return j->nodes + c->next; }
+/* Parses a number node as a non-negative integer without fraction/exponent/sign that fits
+ * in u64. */
+bool st_num_u64(const st_node *v, uint64_t *out);
 
 /* serde_json's escaping: appends "s" (quoted) to a growing buffer. ascii_only selects
  * Python json.dumps' default (\uXXXX for non-ASCII) instead. */

@@ -1,5 +1,6 @@
-/* Strict JSON for safetensors headers and index files: a lexer that enforces what cJSON
- * lets through, then cJSON for the tree (see safetensors_internal.h). */
+/* Strict JSON for safetensors headers and index files: a one-pass parser into a flat
+ * tree, and the reference check (a lexer that enforces what cJSON lets through, then
+ * cJSON) that words the error when the parser refuses a text (see safetensors_internal.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,15 @@ bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad) {
   return true;
 }
 
-/* ---------------------------------------------------------------- lexer */
+/* ---------------------------------------------------------------- lexer (reference check) */
+
+typedef struct st_tok {
+  uint32_t pos;              /* byte position in the JSON text */
+  uint32_t len;              /* raw length (numbers) */
+  char *str;                 /* decoded string, NUL-terminated (NULL for numbers) */
+  size_t str_len;
+  const char *raw;           /* number text (not terminated) */
+} st_tok;
 
 typedef struct lexer {
   const char *t;
@@ -245,7 +254,7 @@ static fg_status lex_all(lexer *L) {
   return FG_OK;
 }
 
-/* ---------------------------------------------------------------- tree + tokens */
+/* ---------------------------------------------------------------- reference check */
 
 /* cJSON has no spare field for positions, so the token index + 1 is kept in valueint
  * (string and number nodes: their own token) and valuedouble (members: the key token);
@@ -272,100 +281,373 @@ static bool annotate(cJSON *node, const st_tok *toks, size_t ntoks, size_t *cur,
   return true;
 }
 
-fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out) {
-  memset(out, 0, sizeof *out);
+/* The reference check, run only on a text the parser refused: UTF-8, the lexer, cJSON
+ * over a copy in which every number is "0" padded with spaces (the value comes from the
+ * token, and cJSON's own number reader (64-byte buffer, strtod) is bypassed), and the
+ * token stream tied to cJSON's tree. Returns the first failure, worded for the caller. */
+static fg_status st_json_diagnose(const char *text, size_t n, const char *where, uint64_t base) {
   size_t bad;
   if (!st_utf8_valid((const uint8_t *)text, n, &bad))
     return fg_fail(FG_ERR_HEADER_NOT_UTF8, "%s: invalid UTF-8 at byte %llu (0x%02x)", where,
                    (unsigned long long)(base + bad), (unsigned)(uint8_t)text[bad]);
   if (n >= (size_t)INT32_MAX) return fg_fail(FG_ERR_INVALID_JSON, "%s: JSON text of %zu bytes is too long", where, n);
   lexer L = {.t = text, .n = n, .where = where, .base = base};
+  cJSON *root = NULL;
+  char *copy = NULL;
   fg_status s = lex_all(&L);
-  if (s) goto fail;
-  /* cJSON sees a copy in which every number is "0" padded with spaces: the value comes
-   * from the token, and cJSON's own number reader (64-byte buffer, strtod) is bypassed. */
-  out->text = malloc(n + 1);
-  if (!out->text) {
+  if (s) goto done;
+  copy = malloc(n + 1);
+  if (!copy) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", where);
-    goto fail;
+    goto done;
   }
-  memcpy(out->text, text, n);
-  out->text[n] = '\0';
+  memcpy(copy, text, n);
+  copy[n] = '\0';
   for (size_t k = 0; k < L.ntoks; k++) {
     if (L.toks[k].str) continue;
-    out->text[L.toks[k].pos] = '0';
-    memset(out->text + L.toks[k].pos + 1, ' ', L.toks[k].len - 1);
+    copy[L.toks[k].pos] = '0';
+    memset(copy + L.toks[k].pos + 1, ' ', L.toks[k].len - 1);
   }
   size_t lead = 0;
   while (lead < n && strchr(" \t\r\n", text[lead])) lead++;
   if (lead == n) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: EOF while parsing a value", where,
                 (unsigned long long)(base + n));
-    goto fail;
+    goto done;
   }
   const char *end = NULL;
-  out->root = cJSON_ParseWithLengthOpts(out->text, n, &end, 0);
-  if (!out->root) {
-    size_t at = end && end >= out->text ? (size_t)(end - out->text) : 0;
+  root = cJSON_ParseWithLengthOpts(copy, n, &end, 0);
+  if (!root) {
+    size_t at = end && end >= copy ? (size_t)(end - copy) : 0;
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu", where, (unsigned long long)(base + at));
-    goto fail;
+    goto done;
   }
-  size_t at = end ? (size_t)(end - out->text) : n;
+  size_t at = end ? (size_t)(end - copy) : n;
   while (at < n && strchr(" \t\r\n", text[at])) at++;
   if (at != n) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: trailing characters", where,
                 (unsigned long long)(base + at));
-    goto fail;
+    goto done;
   }
   size_t cur = 0;
-  if (!annotate(out->root, L.toks, L.ntoks, &cur, false) || cur != L.ntoks) {
+  if (!annotate(root, L.toks, L.ntoks, &cur, false) || cur != L.ntoks) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON (token stream disagrees with the parse tree)", where);
-    goto fail;
+    goto done;
   }
-  out->toks = L.toks;
-  out->ntoks = L.ntoks;
-  return FG_OK;
-fail:
+  /* accepted here, refused by the parser: only a bug can get here */
+  s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON (the strict parser refused a text cJSON accepts)", where);
+done:
   for (size_t k = 0; k < L.ntoks; k++) free(L.toks[k].str);
   free(L.toks);
-  cJSON_Delete(out->root);
-  free(out->text);
-  memset(out, 0, sizeof *out);
+  cJSON_Delete(root);
+  free(copy);
   return s;
+}
+
+/* ---------------------------------------------------------------- parser */
+
+/* cJSON refuses arrays and objects nested deeper than this (CJSON_NESTING_LIMIT). */
+#define ST_DEPTH_LIMIT 1000
+
+/* 1: bytes a string copies as they are (printable ASCII other than quote and backslash). */
+static const uint8_t st_plain[256] = {
+#define R8(v) v, v, v, v, v, v, v, v
+  R8(0), R8(0), R8(0), R8(0),                           /* 0x00-0x1f: controls */
+  1, 1, 0, 1, 1, 1, 1, 1, R8(1), R8(1), R8(1),          /* 0x20-0x3f: '"' is 0x22 */
+  R8(1), R8(1), R8(1), 1, 1, 1, 1, 0, 1, 1, 1,          /* 0x40-0x5f: '\\' is 0x5c */
+  R8(1), R8(1), R8(1), R8(1),                           /* 0x60-0x7f */
+  R8(0), R8(0), R8(0), R8(0), R8(0), R8(0), R8(0), R8(0),
+  R8(0), R8(0), R8(0), R8(0), R8(0), R8(0), R8(0), R8(0),
+#undef R8
+};
+
+static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+typedef struct parser {
+  const uint8_t *t;
+  size_t n, i;
+  st_node *nodes;
+  size_t nn, cap;
+  size_t nnums;
+  char *o;                   /* next free byte of the string block */
+} parser;
+
+static bool hex4(const uint8_t *p, unsigned *out) {
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++) {
+    int h = hexval((char)p[k]);
+    if (h < 0) return false;
+    v = v * 16 + (unsigned)h;
+  }
+  *out = v;
+  return true;
+}
+
+/* At an opening quote: decodes into the string block; false on anything the lexer or
+ * the UTF-8 check refuses. */
+static bool parse_string(parser *P, const char **str, uint32_t *len) {
+  const uint8_t *t = P->t;
+  size_t n = P->n, i = P->i + 1;
+  char *o = P->o, *start = o;
+  for (;;) {
+    size_t a = i;
+    while (i < n && st_plain[t[i]]) i++;
+    memcpy(o, t + a, i - a);
+    o += i - a;
+    if (i >= n) return false;
+    uint8_t c = t[i];
+    if (c == '"') break;
+    if (c < 0x20) return false;
+    if (c == '\\') {
+      if (n - i < 2) return false;
+      uint8_t e = t[i + 1];
+      i += 2;
+      switch (e) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+          unsigned cp, lo;
+          if (n - i < 4 || !hex4(t + i, &cp)) return false;
+          i += 4;
+          if (cp >= 0xDC00 && cp <= 0xDFFF) return false;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (n - i < 6 || t[i] != '\\' || t[i + 1] != 'u' || !hex4(t + i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+              return false;
+            i += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          o += put_utf8(o, cp);
+          break;
+        }
+        default:
+          return false;
+      }
+      continue;
+    }
+    /* c >= 0x80: one UTF-8 sequence, as st_utf8_valid checks it */
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (n - i <= need || t[i + 1] < lo || t[i + 1] > hi) return false;
+    for (size_t k = 2; k <= need; k++)
+      if ((t[i + k] & 0xC0) != 0x80) return false;
+    memcpy(o, t + i, need + 1);
+    o += need + 1;
+    i += need + 1;
+  }
+  *o++ = '\0';
+  *str = start;
+  *len = (uint32_t)(o - 1 - start);
+  P->o = o;
+  P->i = i + 1;
+  return true;
+}
+
+/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? from P->i. A longer run of number
+ * characters the lexer would refuse cannot be followed by anything JSON allows after a
+ * value, so stopping at the end of the grammar refuses the same texts. */
+static bool parse_number(parser *P) {
+  const uint8_t *t = P->t;
+  size_t n = P->n, i = P->i;
+  if (i < n && t[i] == '-') i++;
+  if (i >= n || !is_digit((char)t[i])) return false;
+  if (t[i] == '0') {
+    i++;
+  } else {
+    while (i < n && is_digit((char)t[i])) i++;
+  }
+  if (i < n && t[i] == '.') {
+    i++;
+    if (i >= n || !is_digit((char)t[i])) return false;
+    while (i < n && is_digit((char)t[i])) i++;
+  }
+  if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+    i++;
+    if (i < n && (t[i] == '+' || t[i] == '-')) i++;
+    if (i >= n || !is_digit((char)t[i])) return false;
+    while (i < n && is_digit((char)t[i])) i++;
+  }
+  P->i = i;
+  return true;
+}
+
+static st_node *new_node(parser *P) {
+  if (P->nn == P->cap) {
+    size_t cap = P->cap * 2;
+    st_node *p = realloc(P->nodes, cap * sizeof *p);
+    if (!p) return NULL;
+    P->nodes = p;
+    P->cap = cap;
+  }
+  st_node *v = &P->nodes[P->nn++];
+  memset(v, 0, sizeof *v);
+  return v;
+}
+
+static void skip_ws(parser *P) {
+  while (P->i < P->n && is_ws(P->t[P->i])) P->i++;
+}
+
+/* 1 parsed, 0 refused, -1 out of memory. */
+static int parse_all(parser *P) {
+  uint32_t stack[ST_DEPTH_LIMIT];
+  size_t depth = 0;
+  const char *key = NULL;
+  uint32_t key_len = 0, key_pos = 0;
+  const uint8_t *t = P->t;
+  skip_ws(P);
+value:
+  if (P->i >= P->n) return 0;
+  {
+    st_node *v = new_node(P);
+    if (!v) return -1;
+    uint32_t self = (uint32_t)(P->nn - 1);
+    if (depth) P->nodes[stack[depth - 1]].len++;
+    v->key = key;
+    v->key_len = key_len;
+    v->key_pos = key_pos;
+    key = NULL;
+    key_len = key_pos = 0;
+    v->pos = (uint32_t)P->i;
+    uint8_t c = t[P->i];
+    switch (c) {
+      case '{':
+      case '[':
+        if (depth >= ST_DEPTH_LIMIT) return 0;
+        v->kind = c == '{' ? ST_OBJ : ST_ARR;
+        P->i++;
+        stack[depth++] = self;
+        skip_ws(P);
+        if (P->i < P->n && t[P->i] == (c == '{' ? '}' : ']')) {
+          P->i++;
+          depth--;
+          v->next = (uint32_t)P->nn;
+          goto after;
+        }
+        if (c == '{') goto member;
+        goto value;
+      case '"': {
+        const char *s;
+        uint32_t len;
+        if (!parse_string(P, &s, &len)) return 0;
+        v = &P->nodes[self];
+        v->kind = ST_STR;
+        v->str = s;
+        v->len = len;
+        break;
+      }
+      case 't':
+      case 'f':
+      case 'n': {
+        const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        size_t wl = c == 'f' ? 5 : 4;
+        if (P->n - P->i < wl || memcmp(t + P->i, w, wl) != 0) return 0;
+        P->i += wl;
+        v->kind = c == 't' ? ST_TRUE : c == 'f' ? ST_FALSE : ST_NULL;
+        break;
+      }
+      default:
+        if (c != '-' && !is_digit((char)c)) return 0;
+        if (!parse_number(P)) return 0;
+        v->kind = ST_NUM;
+        v->str = (const char *)t + v->pos;
+        v->len = (uint32_t)(P->i - v->pos);
+        P->nnums++;
+        break;
+    }
+    v->next = (uint32_t)P->nn;
+  }
+after:
+  skip_ws(P);
+  if (!depth) return P->i == P->n;
+  if (P->i >= P->n) return 0;
+  {
+    st_node *top = &P->nodes[stack[depth - 1]];
+    uint8_t c = t[P->i];
+    if (c == ',') {
+      P->i++;
+      skip_ws(P);
+      if (top->kind == ST_OBJ) goto member;
+      goto value;
+    }
+    if (c != (top->kind == ST_OBJ ? '}' : ']')) return 0;
+    P->i++;
+    top->next = (uint32_t)P->nn;
+    depth--;
+    goto after;
+  }
+member:
+  if (P->i >= P->n || t[P->i] != '"') return 0;
+  key_pos = (uint32_t)P->i;
+  if (!parse_string(P, &key, &key_len)) return 0;
+  skip_ws(P);
+  if (P->i >= P->n || t[P->i] != ':') return 0;
+  P->i++;
+  skip_ws(P);
+  goto value;
+}
+
+fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out) {
+  memset(out, 0, sizeof *out);
+  if (n >= (size_t)INT32_MAX) return st_json_diagnose(text, n, where, base);
+  /* decoded strings never outgrow their quoted source, terminators included */
+  parser P = {.t = (const uint8_t *)text, .n = n, .cap = n / 16 + 16};
+  P.nodes = malloc(P.cap * sizeof *P.nodes);
+  out->strs = malloc(n + 1);
+  P.o = out->strs;
+  int r = P.nodes && out->strs ? parse_all(&P) : -1;
+  /* The reference check refuses a bare number of more than one character: cJSON stops
+   * after the "0" standing in for it and the rest reads as trailing characters. */
+  if (r == 1 && P.nodes[0].kind == ST_NUM && P.nodes[0].len > 1) r = 0;
+  if (r == 1) {
+    out->nodes = P.nodes;
+    out->nnodes = P.nn;
+    out->nnums = P.nnums;
+    return FG_OK;
+  }
+  free(P.nodes);
+  free(out->strs);
+  out->strs = NULL;
+  if (r < 0) return fg_fail(FG_ERR_NOMEM, "%s: out of memory parsing JSON", where);
+  return st_json_diagnose(text, n, where, base);
 }
 
 void st_json_free(st_json *j) {
   if (!j) return;
-  for (size_t k = 0; k < j->ntoks; k++) free(j->toks[k].str);
-  free(j->toks);
-  cJSON_Delete(j->root);
-  free(j->text);
+  free(j->nodes);
+  free(j->strs);
   memset(j, 0, sizeof *j);
 }
 
-const st_tok *st_json_value_tok(const st_json *j, const cJSON *node) {
-  if (!node || !(cJSON_IsString(node) || cJSON_IsNumber(node))) return NULL;
-  size_t k = (size_t)node->valueint;
-  return (k >= 1 && k <= j->ntoks) ? &j->toks[k - 1] : NULL;
-}
-
-const st_tok *st_json_key_tok(const st_json *j, const cJSON *node) {
-  if (!node || !node->string) return NULL;
-  size_t k = (size_t)node->valuedouble;
-  return (k >= 1 && k <= j->ntoks) ? &j->toks[k - 1] : NULL;
-}
-
-bool st_tok_u64(const st_tok *t, uint64_t *out) {
-  if (!t || t->str || t->len == 0) return false;
-  uint64_t v = 0;
-  for (uint32_t i = 0; i < t->len; i++) {
-    char c = t->raw[i];
+bool st_num_u64(const st_node *v, uint64_t *out) {
+  if (!v || v->kind != ST_NUM || v->len == 0) return false;
+  uint64_t x = 0;
+  for (uint32_t i = 0; i < v->len; i++) {
+    char c = v->str[i];
     if (!is_digit(c)) return false;
     unsigned d = (unsigned)(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
+    if (x > (UINT64_MAX - d) / 10) return false;
+    x = x * 10 + d;
   }
-  *out = v;
+  *out = x;
   return true;
 }
 

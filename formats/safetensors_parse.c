@@ -82,141 +82,142 @@ typedef struct st_ctx {
   fg_st_file *f;
   const st_json *j;
   const char *src;
-  uint64_t base; /* file offset of the JSON text (8) */
+  uint64_t base;             /* file offset of the JSON text (8) */
+  size_t ndims, dims_cap;    /* f->dims in use / allocated */
+  const st_node *last_dtype; /* tensors mostly share a dtype: the last tag looked up */
+  fg_dtype last;
 } st_ctx;
 
 static int shown(size_t n) { return (int)(n > NAME_MAX_SHOWN ? NAME_MAX_SHOWN : n); }
 
-static fg_status parse_metadata(st_ctx *c, const cJSON *v, uint64_t at) {
+static fg_status parse_metadata(st_ctx *c, const st_node *v, uint64_t at) {
   fg_st_file *f = c->f;
-  if (cJSON_IsNull(v)) return FG_OK; /* upstream treats null as absent */
-  if (!cJSON_IsObject(v))
+  if (v->kind == ST_NULL) return FG_OK; /* upstream treats null as absent */
+  if (v->kind != ST_OBJ)
     return fg_fail(FG_ERR_METADATA_NOT_STRING, "%s: __metadata__ at byte %llu must be an object of strings", c->src,
                    (unsigned long long)at);
-  size_t n = 0;
-  for (const cJSON *e = v->child; e; e = e->next) n++;
+  size_t n = v->len;
   f->has_meta = true;
-  f->meta_keys = calloc(n ? n : 1, sizeof(char *));
-  f->meta_vals = calloc(n ? n : 1, sizeof(char *));
-  /* key token per entry and a hash set over them, so a hostile header with millions of
+  /* keys then values, one block */
+  f->meta_keys = calloc(n ? 2 * n : 1, sizeof(char *));
+  f->meta_vals = f->meta_keys ? f->meta_keys + n : NULL;
+  /* key node per entry and a hash set over them, so a hostile header with millions of
    * keys costs linear time */
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  const st_tok **set = calloc(cap, sizeof *set);
-  if (!f->meta_keys || !f->meta_vals || !set) {
+  const st_node **set = calloc(cap, sizeof *set);
+  if (!f->meta_keys || !set) {
     free(set);
     return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
   }
   fg_status s = FG_OK;
-  for (const cJSON *e = v->child; e; e = e->next) {
-    const st_tok *k = st_json_key_tok(c->j, e);
-    uint64_t kat = c->base + k->pos;
-    size_t i = (size_t)st_hash(k->str, k->str_len) & (cap - 1);
+  const st_node *e = st_first(v);
+  for (size_t k = 0; k < n; k++, e = st_after(c->j, e)) {
+    uint64_t kat = c->base + e->key_pos;
+    size_t i = (size_t)st_hash(e->key, e->key_len) & (cap - 1);
     for (; set[i]; i = (i + 1) & (cap - 1))
-      if (set[i]->str_len == k->str_len && memcmp(set[i]->str, k->str, k->str_len) == 0) break;
+      if (set[i]->key_len == e->key_len && memcmp(set[i]->key, e->key, e->key_len) == 0) break;
     if (set[i]) {
       s = fg_fail(FG_ERR_DUPLICATE, "%s: __metadata__ key '%.*s' repeated at byte %llu", c->src,
-                  shown(k->str_len), k->str, (unsigned long long)kat);
+                  shown(e->key_len), e->key, (unsigned long long)kat);
       break;
     }
-    set[i] = k;
-    if (!cJSON_IsString(e)) {
+    set[i] = e;
+    if (e->kind != ST_STR) {
       s = fg_fail(FG_ERR_METADATA_NOT_STRING, "%s: __metadata__ value of '%.*s' (byte %llu) is not a string",
-                  c->src, shown(k->str_len), k->str, (unsigned long long)kat);
+                  c->src, shown(e->key_len), e->key, (unsigned long long)kat);
       break;
     }
-    const st_tok *val = st_json_value_tok(c->j, e);
-    /* A key with an embedded NUL is reachable by index; the lookup is by C string. */
-    f->meta_keys[f->nmeta] = malloc(k->str_len + 1);
-    f->meta_vals[f->nmeta] = malloc(val->str_len + 1);
+    /* A key with an embedded NUL is reachable by index; the lookup is by C string. Both
+     * point into f->strs. */
+    f->meta_keys[f->nmeta] = e->key;
+    f->meta_vals[f->nmeta] = e->str;
     f->nmeta++;
-    if (!f->meta_keys[f->nmeta - 1] || !f->meta_vals[f->nmeta - 1]) {
-      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
-      break;
-    }
-    memcpy(f->meta_keys[f->nmeta - 1], k->str, k->str_len + 1);
-    memcpy(f->meta_vals[f->nmeta - 1], val->str, val->str_len + 1);
   }
   free(set);
   return s;
 }
 
-static fg_status parse_u64_pair(st_ctx *c, const cJSON *v, const st_tok *name, uint64_t out[2]) {
-  int n = 0;
-  const cJSON *e;
-  for (e = v->child; e && n < 3; e = e->next) n++;
-  if (!cJSON_IsArray(v) || n != 2)
+static fg_status parse_u64_pair(st_ctx *c, const st_node *v, const st_node *name, uint64_t out[2]) {
+  if (v->kind != ST_ARR || v->len != 2)
     return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s': data_offsets must be an array of 2 integers", c->src,
-                   shown(name->str_len), name->str);
-  int i = 0;
-  for (e = v->child; e; e = e->next, i++) {
-    const st_tok *t = st_json_value_tok(c->j, e);
-    if (!cJSON_IsNumber(e) || !st_tok_u64(t, &out[i]))
+                   shown(name->key_len), name->key);
+  const st_node *e = st_first(v);
+  for (int i = 0; i < 2; i++, e = st_after(c->j, e)) {
+    if (!st_num_u64(e, &out[i]))
       return fg_fail(FG_ERR_INVALID_JSON,
                      "%s: tensor '%.*s': data_offsets[%d] is not an integer in [0, 2^64) (byte %llu)", c->src,
-                     shown(name->str_len), name->str, i,
-                     (unsigned long long)(c->base + (t ? t->pos : 0)));
+                     shown(name->key_len), name->key, i,
+                     (unsigned long long)(c->base + (e->kind == ST_NUM || e->kind == ST_STR ? e->pos : 0)));
   }
   return FG_OK;
 }
 
-static fg_status parse_shape(st_ctx *c, const cJSON *v, const st_tok *name, fg_st_tensor *t) {
-  if (!cJSON_IsArray(v))
+static fg_status parse_shape(st_ctx *c, const st_node *v, const st_node *name, fg_st_tensor *t) {
+  if (v->kind != ST_ARR)
     return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape must be an array of integers", c->src,
-                   shown(name->str_len), name->str);
-  size_t n = 0;
-  for (const cJSON *e = v->child; e; e = e->next) n++;
+                   shown(name->key_len), name->key);
+  size_t n = v->len;
   if (n > INT32_MAX)
-    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': %zu dims", c->src, shown(name->str_len), name->str, n);
-  uint64_t *shape = malloc((n ? n : 1) * sizeof *shape);
-  if (!shape) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
-  size_t i = 0;
-  for (const cJSON *e = v->child; e; e = e->next, i++) {
-    const st_tok *tk = st_json_value_tok(c->j, e);
-    if (!cJSON_IsNumber(e) || !st_tok_u64(tk, &shape[i])) {
-      free(shape);
-      if (tk)
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': %zu dims", c->src, shown(name->key_len), name->key, n);
+  /* each dim is a number node of its own, and f->dims has room for every number node */
+  uint64_t *shape = c->f->dims + c->ndims;
+  const st_node *e = st_first(v);
+  for (size_t i = 0; i < n; i++, e = st_after(c->j, e)) {
+    if (e->kind != ST_NUM || c->ndims + i >= c->dims_cap || !st_num_u64(e, &shape[i])) {
+      if (e->kind == ST_NUM || e->kind == ST_STR) /* a string shows as nothing, as it always has */
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "%s: tensor '%.*s': shape[%zu] at byte %llu is %.*s, expected an integer in [0, 2^64)",
-                       c->src, shown(name->str_len), name->str, i, (unsigned long long)(c->base + tk->pos),
-                       (int)(tk->len > 40 ? 40 : tk->len), tk->str ? tk->str : tk->raw);
+                       c->src, shown(name->key_len), name->key, i, (unsigned long long)(c->base + e->pos),
+                       e->kind == ST_NUM ? (int)(e->len > 40 ? 40 : e->len) : 0, e->str);
       return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape[%zu] is not an integer", c->src,
-                     shown(name->str_len), name->str, i);
+                     shown(name->key_len), name->key, i);
     }
   }
-  free((void *)t->shape);
+  c->ndims += n;
   t->shape = shape;
   t->ndim = (int)n;
   return FG_OK;
 }
 
-static fg_status parse_tensor(st_ctx *c, const cJSON *v, const st_tok *name, fg_st_tensor *t) {
-  uint64_t at = c->base + name->pos;
-  if (!cJSON_IsObject(v))
+static fg_status parse_dtype(st_ctx *c, const st_node *d, const st_node *name, fg_st_tensor *t) {
+  const st_node *p = c->last_dtype;
+  if (p && p->len == d->len && memcmp(p->str, d->str, d->len) == 0) {
+    t->dtype = c->last;
+    return FG_OK;
+  }
+  if (fg_dtype_from_st_tag(d->str, d->len, &t->dtype) != FG_OK)
+    return fg_fail(FG_ERR_BAD_DTYPE, "%s: tensor '%.*s': unknown dtype '%.*s' at byte %llu", c->src,
+                   shown(name->key_len), name->key, shown(d->len), d->str, (unsigned long long)(c->base + d->pos));
+  c->last_dtype = d;
+  c->last = t->dtype;
+  return FG_OK;
+}
+
+static fg_status parse_tensor(st_ctx *c, const st_node *v, fg_st_tensor *t) {
+  const st_node *name = v;
+  uint64_t at = c->base + name->key_pos;
+  if (v->kind != ST_OBJ)
     return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s' (byte %llu): expected an object with dtype, shape, "
-                   "data_offsets", c->src, shown(name->str_len), name->str, (unsigned long long)at);
+                   "data_offsets", c->src, shown(name->key_len), name->key, (unsigned long long)at);
   bool have_dtype = false, have_shape = false, have_offsets = false;
-  for (const cJSON *e = v->child; e; e = e->next) {
-    const st_tok *k = st_json_key_tok(c->j, e);
+  const st_node *e = st_first(v);
+  for (size_t k = 0; k < v->len; k++, e = st_after(c->j, e)) {
     bool *seen = NULL;
-    if (k->str_len == 5 && !memcmp(k->str, "dtype", 5)) seen = &have_dtype;
-    else if (k->str_len == 5 && !memcmp(k->str, "shape", 5)) seen = &have_shape;
-    else if (k->str_len == 12 && !memcmp(k->str, "data_offsets", 12)) seen = &have_offsets;
+    if (e->key_len == 5 && !memcmp(e->key, "dtype", 5)) seen = &have_dtype;
+    else if (e->key_len == 5 && !memcmp(e->key, "shape", 5)) seen = &have_shape;
+    else if (e->key_len == 12 && !memcmp(e->key, "data_offsets", 12)) seen = &have_offsets;
     else continue; /* upstream ignores unknown fields */
     if (*seen)
       return fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%.*s': field '%s' repeated at byte %llu", c->src,
-                     shown(name->str_len), name->str, k->str, (unsigned long long)(c->base + k->pos));
+                     shown(name->key_len), name->key, e->key, (unsigned long long)(c->base + e->key_pos));
     *seen = true;
     fg_status s;
     if (seen == &have_dtype) {
-      if (!cJSON_IsString(e))
+      if (e->kind != ST_STR)
         return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s': dtype is not a string", c->src,
-                       shown(name->str_len), name->str);
-      const st_tok *d = st_json_value_tok(c->j, e);
-      if (fg_dtype_from_st_tag(d->str, d->str_len, &t->dtype) != FG_OK)
-        return fg_fail(FG_ERR_BAD_DTYPE, "%s: tensor '%.*s': unknown dtype '%.*s' at byte %llu", c->src,
-                       shown(name->str_len), name->str, shown(d->str_len), d->str,
-                       (unsigned long long)(c->base + d->pos));
+                       shown(name->key_len), name->key);
+      if ((s = parse_dtype(c, e, name, t))) return s;
     } else if (seen == &have_shape) {
       if ((s = parse_shape(c, e, name, t))) return s;
     } else {
@@ -229,25 +230,23 @@ static fg_status parse_tensor(st_ctx *c, const cJSON *v, const st_tok *name, fg_
   const char *missing = !have_dtype ? "dtype" : !have_shape ? "shape" : !have_offsets ? "data_offsets" : NULL;
   if (missing)
     return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s' (byte %llu): missing field '%s'", c->src,
-                   shown(name->str_len), name->str, (unsigned long long)at, missing);
+                   shown(name->key_len), name->key, (unsigned long long)at, missing);
   return FG_OK;
 }
 
-static fg_status add_tensor(st_ctx *c, const st_tok *name, const cJSON *v) {
+/* v: the member whose key is the tensor name; the name points into f->strs. */
+static fg_status add_tensor(st_ctx *c, const st_node *v) {
   fg_st_file *f = c->f;
   size_t slot = 0;
-  if (st_lookup(f, name->str, name->str_len, &slot) != SIZE_MAX)
+  if (st_lookup(f, v->key, v->key_len, &slot) != SIZE_MAX)
     return fg_fail(FG_ERR_DUPLICATE, "%s: tensor name '%.*s' repeated at byte %llu", c->src,
-                   shown(name->str_len), name->str, (unsigned long long)(c->base + name->pos));
+                   shown(v->key_len), v->key, (unsigned long long)(c->base + v->key_pos));
   fg_st_tensor *t = &f->tensors[f->n];
   memset(t, 0, sizeof *t);
-  char *nm = malloc(name->str_len + 1);
-  if (!nm) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
-  memcpy(nm, name->str, name->str_len + 1);
-  t->name = nm;
-  t->name_len = name->str_len;
-  f->n++; /* owned from here on, so close() frees it whatever happens next */
-  fg_status s = parse_tensor(c, v, name, t);
+  t->name = v->key;
+  t->name_len = v->key_len;
+  f->n++;
+  fg_status s = parse_tensor(c, v, t);
   if (s) return s;
   f->slots[slot] = f->n;
   return FG_OK;
@@ -282,32 +281,37 @@ static fg_status parse_header(fg_st_file *f, const uint8_t *hdr, uint64_t n, uin
   fg_status s = st_json_parse((const char *)hdr, (size_t)n, f->source, 8, &j);
   if (s) return s;
   st_ctx c = {.f = f, .j = &j, .src = f->source, .base = 8};
-  if (!cJSON_IsObject(j.root)) {
+  const st_node *root = j.nodes;
+  if (root->kind != ST_OBJ) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: header is not a JSON object", f->source);
     goto done;
   }
-  size_t count = 0;
-  for (const cJSON *e = j.root->child; e; e = e->next) count++;
-  f->tensors = calloc(count ? count : 1, sizeof *f->tensors);
+  size_t count = root->len;
+  /* names and metadata point into the decoded strings, which the file keeps */
+  f->strs = j.strs;
+  j.strs = NULL;
+  f->tensors = malloc((count ? count : 1) * sizeof *f->tensors);
   f->slot_cap = 16;
   while (f->slot_cap < 2 * count) f->slot_cap *= 2;
   f->slots = calloc(f->slot_cap, sizeof *f->slots);
-  if (!f->tensors || !f->slots) {
+  c.dims_cap = j.nnums;
+  f->dims = malloc((c.dims_cap ? c.dims_cap : 1) * sizeof *f->dims);
+  if (!f->tensors || !f->slots || !f->dims) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory for %zu tensors", f->source, count);
     goto done;
   }
   bool meta_seen = false;
-  for (const cJSON *e = j.root->child; e; e = e->next) {
-    const st_tok *k = st_json_key_tok(&j, e);
-    if (k->str_len == 12 && !memcmp(k->str, "__metadata__", 12)) {
+  const st_node *e = st_first(root);
+  for (size_t k = 0; k < count; k++, e = st_after(&j, e)) {
+    if (e->key_len == 12 && !memcmp(e->key, "__metadata__", 12)) {
       if (meta_seen) {
         s = fg_fail(FG_ERR_DUPLICATE, "%s: duplicate field '__metadata__' at byte %llu", f->source,
-                    (unsigned long long)(8 + k->pos));
+                    (unsigned long long)(8 + e->key_pos));
         goto done;
       }
       meta_seen = true;
-      if ((s = parse_metadata(&c, e, 8 + k->pos))) goto done;
-    } else if ((s = add_tensor(&c, k, e))) {
+      if ((s = parse_metadata(&c, e, 8 + e->key_pos))) goto done;
+    } else if ((s = add_tensor(&c, e))) {
       goto done;
     }
   }
@@ -353,16 +357,9 @@ done:
 
 void fg_st_close(fg_st_file *f) {
   if (!f) return;
-  for (size_t i = 0; i < f->n; i++) {
-    free((void *)f->tensors[i].name);
-    free((void *)f->tensors[i].shape);
-  }
-  for (size_t i = 0; i < f->nmeta; i++) {
-    free(f->meta_keys[i]);
-    free(f->meta_vals[i]);
-  }
-  free(f->meta_keys);
-  free(f->meta_vals);
+  free(f->strs);
+  free(f->dims);
+  free(f->meta_keys); /* the values share its block */
   free(f->tensors);
   free(f->by_offset);
   free(f->slots);
