@@ -11,18 +11,6 @@ static inline uint8_t fg_cast_u8(float f) {
   return (uint8_t)(uint32_t)fg_cvtt_i32(f);
 }
 
-/* The signed value of largest magnitude, first one on ties (strict <), starting from 0. */
-static float fg_signed_absmax(const float *x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; j++) {
-    if (amax < fabsf(x[j])) {
-      amax = fabsf(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 /* Inputs are finite (checked by the caller): for non-negative floats the bit patterns order
  * like the values, so an integer max, which vectorises, gives fmaxf's result exactly. */
 static float fg_absmax(const float *x, int n) {
@@ -32,6 +20,19 @@ static float fg_absmax(const float *x, int n) {
     m = u > m ? u : m;
   }
   return fg_bits_f32(m);
+}
+
+/* The signed value of largest magnitude, first one on ties (strict <), starting from 0: the
+ * integer absmax, then the first index holding it (a min reduction); both passes vectorise. */
+static float fg_signed_absmax(const float *x, int n) {
+  const uint32_t m = fg_f32_bits(fg_absmax(x, n));
+  if (m == 0) return 0.0f;
+  int first = n;
+  for (int j = 0; j < n; j++) {
+    const int k = (fg_f32_bits(x[j]) & 0x7fffffffu) == m ? j : n;
+    first = k < first ? k : first;
+  }
+  return x[first];
 }
 
 /* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
@@ -55,14 +56,32 @@ void fg_qenc_q4_0(const float *x, uint8_t *y) {
   }
 }
 
+/* Finite floats order like these signed keys (negative ones with the magnitude bits flipped),
+ * except that -0 sorts below +0; the map is its own inverse. */
+static inline uint32_t fg_f32_key(uint32_t u) { return u ^ ((0u - (u >> 31)) >> 1); }
+
+/* The first zero of x[0..n) (there is one): what the strict-< scans keep when the extremum is
+ * zero, whose sign the integer keys would not pick the same way. */
+static float fg_first_zero(const float *x, int n) {
+  for (int j = 0; j < n; j++)
+    if (x[j] == 0.0f) return x[j];
+  return 0.0f;
+}
+
+/* min and max as ggml's strict-< scans from +-FLT_MAX find them, over integer keys so that the
+ * loop vectorises; a zero extremum is then the first zero, as in the scans. */
 static void fg_minmax(const float *x, int n, float *mn, float *mx) {
-  float lo = 3.40282347e+38f, hi = -3.40282347e+38f;
+  int32_t lo = (int32_t)fg_f32_key(0x7f7fffffu), hi = (int32_t)fg_f32_key(0xff7fffffu);
   for (int j = 0; j < n; j++) {
-    if (x[j] < lo) lo = x[j];
-    if (x[j] > hi) hi = x[j];
+    const int32_t k = (int32_t)fg_f32_key(fg_f32_bits(x[j]));
+    lo = k < lo ? k : lo;
+    hi = k > hi ? k : hi;
   }
-  *mn = lo;
-  *mx = hi;
+  float a = fg_bits_f32(fg_f32_key((uint32_t)lo)), b = fg_bits_f32(fg_f32_key((uint32_t)hi));
+  if (a == 0.0f) a = fg_first_zero(x, n);
+  if (b == 0.0f) b = fg_first_zero(x, n);
+  *mn = a;
+  *mx = b;
 }
 
 void fg_qenc_q4_1(const float *x, uint8_t *y) {
@@ -80,15 +99,20 @@ void fg_qenc_q4_1(const float *x, uint8_t *y) {
   }
 }
 
+/* Eight bytes holding 0 or 1 each (byte i counts as bits 8i..8i+7) to one byte, bit i from
+ * byte i: the multiply moves every byte's bit to bit 56 + i, without carries. */
+static inline uint8_t fg_gather_bits8(const uint8_t *h) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)h[i] << (8 * i);
+  return (uint8_t)((v * 0x0102040810204080ull) >> 56);
+}
+
 /* Shared tail of Q5_0 / Q5_1: low nibbles into qs, bit 4 into the LE u32 qh. */
 static void fg_pack_q5(const uint8_t *q, uint8_t *qh_out, uint8_t *qs) {
-  uint32_t qh = 0;
-  for (int j = 0; j < 16; j++) {
-    qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
-    qh |= ((uint32_t)(q[j] & 0x10u) >> 4) << j;
-    qh |= ((uint32_t)(q[j + 16] & 0x10u) >> 4) << (j + 16);
-  }
-  fg_st_le32(qh_out, qh);
+  uint8_t h[32];
+  for (int j = 0; j < 16; j++) qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+  for (int j = 0; j < 32; j++) h[j] = (uint8_t)((q[j] >> 4) & 1);
+  for (int i = 0; i < 4; i++) qh_out[i] = fg_gather_bits8(h + 8 * i);
 }
 
 void fg_qenc_q5_0(const float *x, uint8_t *y) {
@@ -140,26 +164,37 @@ void fg_qenc_q8_1(const float *x, uint8_t *y) {
   fg_st_le16(y + 2, fg_f32_to_f16((float)sum * d));
 }
 
-/* Q1_0: d is the mean magnitude (sum in index order, then / 128); the bit is the sign. */
+/* Q1_0: d is the mean magnitude (sum in index order, then / 128); the bit is x >= 0 (so -0
+ * sets it), gathered eight at a time. */
 void fg_qenc_q1_0(const float *x, uint8_t *y) {
   float sum = 0.0f;
   for (int j = 0; j < 128; j++) sum += fabsf(x[j]);
   fg_st_le16(y, fg_f32_to_f16(sum / 128));
-  memset(y + 2, 0, 16);
-  for (int j = 0; j < 128; j++)
-    if (x[j] >= 0.0f) y[2 + (j >> 3)] |= (uint8_t)(1u << (j & 7));
+  uint8_t h[128];
+  for (int j = 0; j < 128; j++) h[j] = (uint8_t)(x[j] >= 0.0f);
+  for (int i = 0; i < 16; i++) y[2 + i] = fg_gather_bits8(h + 8 * i);
 }
 
-/* Q2_0: d is the absmax itself, codes round(x/d) + 1 in 0..2 (3 is never produced). */
+/* Q2_0: d is the absmax itself, codes round(x/d) + 1 in 0..2 (3 is never produced). With id
+ * finite, |x * id| stays near 1 and the branch-free rounding applies; a block whose id
+ * overflowed takes the general path. */
 void fg_qenc_q2_0(const float *x, uint8_t *y) {
   const float d = fg_absmax(x, 64);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
-  memset(y + 2, 0, 16);
-  for (int j = 0; j < 64; j++) {
-    int32_t q = fg_cvtt_i32(fg_round_away(x[j] * id));
-    q = q == INT32_MIN ? 0 : q + 1;
-    q = q < 0 ? 0 : q > 3 ? 3 : q;
-    y[2 + (j >> 2)] |= (uint8_t)(q << (2 * (j & 3)));
+  uint8_t q[64];
+  if (id < INFINITY) {
+    for (int j = 0; j < 64; j++) {
+      const uint8_t v = (uint8_t)(fg_round_small_u8(x[j] * id) + 1u);
+      q[j] = v > 3 ? 3 : v; /* v is 0..2 here */
+    }
+  } else {
+    for (int j = 0; j < 64; j++) {
+      int32_t v = fg_cvtt_i32(fg_round_away(x[j] * id));
+      v = v == INT32_MIN ? 0 : v + 1;
+      q[j] = (uint8_t)(v < 0 ? 0 : v > 3 ? 3 : v);
+    }
   }
+  for (int k = 0; k < 16; k++)
+    y[2 + k] = (uint8_t)(q[4 * k] | (q[4 * k + 1] << 2) | (q[4 * k + 2] << 4) | (q[4 * k + 3] << 6));
 }
