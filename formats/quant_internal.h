@@ -48,6 +48,26 @@ static inline int fg_nearest_int(float f) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+/* Inputs are finite (checked by the caller): for non-negative floats the bit patterns order
+ * like the values, so an integer max, which vectorises, gives fmaxf's result exactly. */
+static inline float fg_absmax(const float *x, int n) {
+  uint32_t m = 0;
+  for (int j = 0; j < n; j++) {
+    const uint32_t u = fg_f32_bits(x[j]) & 0x7fffffffu;
+    m = u > m ? u : m;
+  }
+  return fg_bits_f32(m);
+}
+
+/* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
+ * vectorises: truncate, then step away from zero when the exact remainder is at least one
+ * half. Blocks whose scale overflowed (id infinite) take the general path instead. */
+static inline uint8_t fg_round_small_u8(float v) {
+  const int32_t t = (int32_t)v;
+  const float r = v - (float)t;
+  return (uint8_t)(t + (r >= 0.5f) - (r <= -0.5f));
+}
+
 static inline void fg_st_le16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);

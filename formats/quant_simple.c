@@ -11,17 +11,6 @@ static inline uint8_t fg_cast_u8(float f) {
   return (uint8_t)(uint32_t)fg_cvtt_i32(f);
 }
 
-/* Inputs are finite (checked by the caller): for non-negative floats the bit patterns order
- * like the values, so an integer max, which vectorises, gives fmaxf's result exactly. */
-static float fg_absmax(const float *x, int n) {
-  uint32_t m = 0;
-  for (int j = 0; j < n; j++) {
-    const uint32_t u = fg_f32_bits(x[j]) & 0x7fffffffu;
-    m = u > m ? u : m;
-  }
-  return fg_bits_f32(m);
-}
-
 /* The signed value of largest magnitude, first one on ties (strict <), starting from 0: the
  * integer absmax, then the first index holding it (a min reduction); both passes vectorise. */
 static float fg_signed_absmax(const float *x, int n) {
@@ -33,15 +22,6 @@ static float fg_signed_absmax(const float *x, int n) {
     first = k < first ? k : first;
   }
   return x[first];
-}
-
-/* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
- * vectorises: truncate, then step away from zero when the exact remainder is at least one
- * half. Blocks whose scale overflowed (id infinite) take the general path instead. */
-static inline uint8_t fg_round_small_u8(float v) {
-  const int32_t t = (int32_t)v;
-  const float r = v - (float)t;
-  return (uint8_t)(t + (r >= 0.5f) - (r <= -0.5f));
 }
 
 void fg_qenc_q4_0(const float *x, uint8_t *y) {
