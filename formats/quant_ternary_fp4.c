@@ -65,23 +65,20 @@ void fg_qenc_tq2_0(const float *x, uint8_t *y) {
  * Hence the answer is the first minimum over codes 0..7 for |x|, plus 8 when x < 0 and the code
  * is not 0. The search runs over the elements for each code, so it vectorises. */
 static void fg_best_fp4_n(const float *x, float e, int n, uint8_t *q) {
-  /* the errors are non-negative and not NaN, so their bits order like their values */
-  int32_t a_bits[32], best_err[32], best[32];
+  float v[8];
+  for (int i = 0; i < 8; i++) v[i] = fg_e2m1x2_value(i) * e;
   for (int j = 0; j < n; j++) {
-    a_bits[j] = (int32_t)(fg_f32_bits(x[j]) & 0x7fffffffu);
-    best_err[j] = (int32_t)fg_f32_bits(fabsf(fg_e2m1x2_value(0) * e - fg_bits_f32((uint32_t)a_bits[j])));
-    best[j] = 0;
-  }
-  for (int i = 1; i < 8; i++) {
-    const float v = fg_e2m1x2_value(i) * e;
-    for (int j = 0; j < n; j++) {
-      const int32_t err = (int32_t)(fg_f32_bits(v - fg_bits_f32((uint32_t)a_bits[j])) & 0x7fffffffu);
-      const int32_t lt = -(int32_t)(err < best_err[j]);
-      best_err[j] = (err & lt) | (best_err[j] & ~lt);
-      best[j] = (i & lt) | (best[j] & ~lt);
+    /* the errors are non-negative and not NaN, so their bits order like their values */
+    const float a = fabsf(x[j]);
+    int32_t best_err = (int32_t)fg_f32_bits(fabsf(v[0] - a)), best = 0;
+    for (int i = 1; i < 8; i++) {
+      const int32_t err = (int32_t)(fg_f32_bits(v[i] - a) & 0x7fffffffu);
+      const int32_t lt = -(int32_t)(err < best_err);
+      best_err = (err & lt) | (best_err & ~lt);
+      best = (i & lt) | (best & ~lt);
     }
+    q[j] = (uint8_t)(best | (x[j] < 0.0f && best != 0 ? 8 : 0));
   }
-  for (int j = 0; j < n; j++) q[j] = (uint8_t)(best[j] | (x[j] < 0.0f && best[j] != 0 ? 8 : 0));
 }
 
 /* MXFP4: the shared exponent is floor(log2(amax)) - 2 + 127 (E2M1's largest value is 6 =
