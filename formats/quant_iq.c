@@ -10,62 +10,79 @@
 #include "forgia/elem/quant_iq4.h"
 
 #define FG_GROUP_MAX_EPS 1e-15f
-#define FG_IQ4_NTRY 7
 
-/* Nearest table entry by bisection; on a tie between neighbours the upper one wins. */
-static int fg_best_index_iq4(float x) {
-  if (x <= fg_iq4nl_value(0)) return 0;
-  if (x >= fg_iq4nl_value(15)) return 15;
-  int ml = 0, mu = 15;
-  while (mu - ml > 1) {
-    int mav = (ml + mu) / 2;
-    if (x < fg_iq4nl_value(mav)) mu = mav;
-    else ml = mav;
+/* Nearest table entry, as ggml's bisection finds it: 0 at or below the first entry, 15 at or
+ * above the last (and for NaN), else the bracketing pair v[c] <= x < v[c+1] with the upper
+ * one winning ties. Branch-free: c counts the inner entries not above x (!(x < v) so that NaN
+ * counts them all, as the bisection's failing compares do), and the pair's values grow by the
+ * table steps; the ends fall out of the same compare. *qv receives the entry's value. */
+static inline int32_t fg_iq4_index(float x, float *qv) {
+  int32_t c = 0, lo = fg_iq4nl_value(0), hi = fg_iq4nl_value(1);
+  for (int i = 1; i < 15; i++) {
+    const int32_t ge = -(int32_t)!(x < (float)fg_iq4nl_value(i));
+    c -= ge;
+    lo += (fg_iq4nl_value(i) - fg_iq4nl_value(i - 1)) & ge;
+    hi += (fg_iq4nl_value(i + 1) - fg_iq4nl_value(i)) & ge;
   }
-  return x - fg_iq4nl_value(mu - 1) < fg_iq4nl_value(mu) - x ? mu - 1 : mu;
+  const int32_t up = -(int32_t)!(x - (float)lo < (float)hi - x);
+  *qv = (float)((hi & up) | (lo & ~up));
+  return c - up;
 }
 
 static inline int fg_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Fits one 32-element sub-block: returns its scale (0 for an all-zero block). */
+/* Codes of id * x[j] for one 32-element sub-block. */
+static void fg_iq4_codes(const float *x, float id, uint8_t *L) {
+  for (int j = 0; j < 32; j++) {
+    float q;
+    L[j] = (uint8_t)fg_iq4_index(id * x[j], &q);
+  }
+}
+
+/* Fits one 32-element sub-block: returns its scale (0 for an all-zero block). The first
+ * inverse scale and the 15 trial ones are evaluated together: lane t of each sum runs over
+ * j in order, as ggml's loop for that scale does, so every sum keeps ggml's rounding; the
+ * choice between them then runs in ggml's order. */
 static float fg_iq4_fit(const float *xb, uint8_t *Lb) {
   float weight[32], amax = 0, max = 0;
   for (int j = 0; j < 32; j++) weight[j] = xb[j] * xb[j];
-  for (int j = 0; j < 32; j++) {
-    float ax = fabsf(xb[j]);
-    if (ax > amax) {
-      amax = ax;
-      max = xb[j];
+  {
+    uint32_t m = 0;
+    for (int j = 0; j < 32; j++) {
+      const uint32_t u = fg_f32_bits(xb[j]) & 0x7fffffffu;
+      m = u > m ? u : m;
     }
+    amax = fg_bits_f32(m);
+    int first = 32;
+    for (int j = 0; j < 32; j++) {
+      const int k = (fg_f32_bits(xb[j]) & 0x7fffffffu) == m ? j : 32;
+      first = k < first ? k : first;
+    }
+    if (m != 0) max = xb[first]; /* first of largest magnitude, as the strict > scan */
   }
   if (amax < FG_GROUP_MAX_EPS) return 0.0f;
   const float v0 = (float)fg_iq4nl_value(0);
   float d = -max / v0;
-  float id = 1 / d;
-  float sumqx = 0, sumq2 = 0;
+  float id[16], sumqx[16], sumq2[16];
+  id[0] = 1 / d;
+  for (int t = 1; t < 16; t++) id[t] = (float)(t - 8 + fg_iq4nl_value(0)) / max;
+  for (int t = 0; t < 16; t++) sumqx[t] = sumq2[t] = 0;
   for (int j = 0; j < 32; j++) {
-    int l = fg_best_index_iq4(id * xb[j]);
-    Lb[j] = (uint8_t)l;
-    float q = (float)fg_iq4nl_value(l);
-    float w = weight[j];
-    sumqx += w * q * xb[j];
-    sumq2 += w * q * q;
-  }
-  d = sumqx / sumq2;
-  float best = d * sumqx;
-  for (int itry = -FG_IQ4_NTRY; itry <= FG_IQ4_NTRY; itry++) {
-    id = (float)(itry + fg_iq4nl_value(0)) / max;
-    sumqx = sumq2 = 0;
-    for (int j = 0; j < 32; j++) {
-      int l = fg_best_index_iq4(id * xb[j]);
-      float q = (float)fg_iq4nl_value(l);
-      float w = weight[j];
-      sumqx += w * q * xb[j];
-      sumq2 += w * q * q;
+    const float xj = xb[j], w = weight[j];
+    for (int t = 0; t < 16; t++) {
+      float q;
+      fg_iq4_index(id[t] * xj, &q);
+      sumqx[t] += w * q * xj;
+      sumq2[t] += w * q * q;
     }
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      d = sumqx / sumq2;
-      best = d * sumqx;
+  }
+  fg_iq4_codes(xb, id[0], Lb);
+  d = sumqx[0] / sumq2[0];
+  float best = d * sumqx[0];
+  for (int t = 1; t < 16; t++) {
+    if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+      d = sumqx[t] / sumq2[t];
+      best = d * sumqx[t];
     }
   }
   return d;
@@ -82,7 +99,7 @@ void fg_qenc_iq4_nl(const float *x, uint8_t *y) {
   fg_st_le16(y, fg_f32_to_f16(d));
   /* the codes are redone against the final scale (f32, not the stored fp16) */
   const float id = d != 0.0f ? 1 / d : 0;
-  for (int j = 0; j < 32; j++) L[j] = (uint8_t)fg_best_index_iq4(id * x[j]);
+  fg_iq4_codes(x, id, L);
   fg_pack_iq4(L, y + 2, 1);
 }
 
@@ -107,7 +124,7 @@ void fg_qenc_iq4_xs(const float *x, uint8_t *y) {
     int l = fg_clampi(fg_nearest_int(id * scales[ib]), -32, 31);
     const float dl = d * l;
     const float idl = dl != 0.0f ? 1 / dl : 0.f;
-    for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)fg_best_index_iq4(idl * x[32 * ib + j]);
+    fg_iq4_codes(x + 32 * ib, idl, L + 32 * ib);
     l += 32;
     const uint8_t l_l = (uint8_t)(l & 0xf), l_h = (uint8_t)(l >> 4);
     if (ib % 2 == 0) scales_l[ib / 2] = l_l;
