@@ -59,6 +59,19 @@ static inline float fg_absmax(const float *x, int n) {
   return fg_bits_f32(m);
 }
 
+/* The signed value of largest magnitude, first one on ties (strict <), starting from 0: the
+ * integer absmax, then the first index holding it (a min reduction); both passes vectorise. */
+static inline float fg_signed_absmax(const float *x, int n) {
+  const uint32_t m = fg_f32_bits(fg_absmax(x, n));
+  if (m == 0) return 0.0f;
+  int first = n;
+  for (int j = 0; j < n; j++) {
+    const int k = (fg_f32_bits(x[j]) & 0x7fffffffu) == m ? j : n;
+    first = k < first ? k : first;
+  }
+  return x[first];
+}
+
 /* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
  * vectorises: truncate, then step away from zero when the exact remainder is at least one
  * half. Blocks whose scale overflowed (id infinite) take the general path instead. */

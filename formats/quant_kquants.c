@@ -79,17 +79,11 @@ static float fg_make_qkx2_quants(int n, int nmax, const float *x, const float *w
   return scale;
 }
 
-/* Signed value of largest magnitude, first on ties, starting from 0. */
+/* Signed value of largest magnitude, first on ties, starting from 0 (vectorised, see
+ * fg_signed_absmax); *amax_out receives its magnitude. */
 static float fg_kq_signed_max(const float *x, int n, float *amax_out) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; i++) {
-    float ax = fabsf(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  *amax_out = amax;
+  const float max = fg_signed_absmax(x, n);
+  *amax_out = fabsf(max);
   return max;
 }
 
@@ -258,14 +252,16 @@ void fg_qenc_q3_K(const float *x, uint8_t *y) {
     for (int ii = 0; ii < 16; ii++)
       L[16 * j + ii] = (int8_t)(fg_clampi(fg_nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
   }
-  memset(hmask, 0, 32);
+  /* codes above 3 set bit j >> 5 of hmask[j & 31] and drop by 4 (branch-free, by rows) */
   uint8_t Lu[256];
-  for (int j = 0; j < 256; j++) {
-    Lu[j] = (uint8_t)L[j];
-    if (Lu[j] > 3) {
-      hmask[j & 31] |= (uint8_t)(1u << (j >> 5));
-      Lu[j] -= 4;
+  for (int m = 0; m < 32; m++) {
+    uint8_t h = 0;
+    for (int k = 0; k < 8; k++) {
+      const uint8_t v = (uint8_t)L[32 * k + m], hi = (uint8_t)(v > 3);
+      h = (uint8_t)(h | (hi << k));
+      Lu[32 * k + m] = (uint8_t)(v - 4 * hi);
     }
+    hmask[m] = h;
   }
   fg_pack_2bit(Lu, qs);
 }

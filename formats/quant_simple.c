@@ -11,19 +11,6 @@ static inline uint8_t fg_cast_u8(float f) {
   return (uint8_t)(uint32_t)fg_cvtt_i32(f);
 }
 
-/* The signed value of largest magnitude, first one on ties (strict <), starting from 0: the
- * integer absmax, then the first index holding it (a min reduction); both passes vectorise. */
-static float fg_signed_absmax(const float *x, int n) {
-  const uint32_t m = fg_f32_bits(fg_absmax(x, n));
-  if (m == 0) return 0.0f;
-  int first = n;
-  for (int j = 0; j < n; j++) {
-    const int k = (fg_f32_bits(x[j]) & 0x7fffffffu) == m ? j : n;
-    first = k < first ? k : first;
-  }
-  return x[first];
-}
-
 void fg_qenc_q4_0(const float *x, uint8_t *y) {
   const float d = fg_signed_absmax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
