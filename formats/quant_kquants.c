@@ -391,8 +391,10 @@ void fg_qenc_q6_K(const float *x, uint8_t *y) {
 void fg_qenc_q8_K(const float *x, uint8_t *y) {
   float amax;
   const float max = fg_kq_signed_max(x, 256, &amax);
-  memset(y, 0, 292);
-  if (amax == 0.0f) return;
+  if (amax == 0.0f) {
+    memset(y, 0, 292);
+    return;
+  }
   const float iscale = -127.f / max;
   int8_t *qs = (int8_t *)(y + 4);
   for (int j = 0; j < 256; j++) {
