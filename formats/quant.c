@@ -28,6 +28,9 @@ static const fg_qblock_dec fg_dec_tab[FG_GGML_TYPE_COUNT] = {
   [FG_TQ1_0] = fg_dequant_tq1_0, [FG_TQ2_0] = fg_dequant_tq2_0, [FG_IQ4_NL] = fg_dequant_iq4_nl,
   [FG_IQ4_XS] = fg_dequant_iq4_xs, [FG_MXFP4] = fg_dequant_mxfp4, [FG_NVFP4] = fg_dequant_nvfp4,
   [FG_Q1_0] = fg_dequant_q1_0, [FG_Q2_0] = fg_dequant_q2_0,
+  [FG_IQ2_XXS] = fg_dequant_iq2_xxs, [FG_IQ2_XS] = fg_dequant_iq2_xs, [FG_IQ2_S] = fg_dequant_iq2_s,
+  [FG_IQ3_XXS] = fg_dequant_iq3_xxs, [FG_IQ3_S] = fg_dequant_iq3_s, [FG_IQ1_S] = fg_dequant_iq1_s,
+  [FG_IQ1_M] = fg_dequant_iq1_m,
 };
 
 static bool fg_is_scalar(fg_dtype t) { return t == FG_F32 || t == FG_F16 || t == FG_BF16; }

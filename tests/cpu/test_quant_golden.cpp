@@ -1,7 +1,8 @@
 // Golden vectors from ggml (tests/data/golden, produced as its README says): for the types
 // gguf-py cannot encode or decode, forgia's encoder must write ggml's bytes and its decoder
 // must read ggml's floats back, bit for bit. The input rows are regenerated here by the rule
-// the README gives; a checksum in each file catches a regeneration that drifts.
+// the README gives; a checksum in each file catches a regeneration that drifts. The
+// decode-only grid i-quants have only random-bytes files (<type>.decode.bin).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -302,40 +303,63 @@ TEST_P(QuantGolden, DecodeMatchesGgmlFloats) {
   }
 }
 
-// Random bytes (arbitrary scales, NaN and Inf included) decoded as ggml decodes them. The
-// floats were made on x86-64: there they must match bit for bit; elsewhere a NaN's payload
-// may follow other propagation rules, so any NaN equals any NaN.
-TEST_P(QuantGolden, DecodeRandomBytesMatchesGgmlFloats) {
-  const GoldenCase &c = GetParam();
-  if (!c.has_floats) GTEST_SKIP() << "ggml has no dequantizer for " << c.file;
+// Random bytes (arbitrary scales, NaN and Inf included) decoded as ggml decodes them
+// (<file>.decode.bin). The floats were made on x86-64: there they must match bit for bit;
+// elsewhere a NaN's payload may follow other propagation rules, so any NaN equals any NaN.
+void check_random_decode(const char *file, fg_dtype type) {
   Golden d;
   std::string why;
-  ASSERT_TRUE(load_golden(std::string(FORGIA_TEST_DATA) + "/golden/" + c.file + ".decode.bin", &d, &why)) << why;
-  ASSERT_EQ(d.type, (uint32_t)c.type);
+  ASSERT_TRUE(load_golden(std::string(FORGIA_TEST_DATA) + "/golden/" + file + ".decode.bin", &d, &why)) << why;
+  ASSERT_EQ(d.type, (uint32_t)type);
   ASSERT_EQ(d.flags, 3u);
   ASSERT_EQ(d.rows.size(), 8u);
   for (size_t i = 0; i < d.rows.size(); i++) {
     const GoldenRow &row = d.rows[i];
     uint64_t nb = 0;
-    ASSERT_EQ(fg_dtype_nbytes(c.type, row.n, &nb), FG_OK);
+    ASSERT_EQ(fg_dtype_nbytes(type, row.n, &nb), FG_OK);
     ASSERT_EQ(nb, row.q.size());
     std::vector<float> f(row.n, -7.0f);
-    ASSERT_EQ(fg_quant_decode_rows(c.type, row.q.data(), row.q.size(), f.data(), 1, row.n), FG_OK)
+    ASSERT_EQ(fg_quant_decode_rows(type, row.q.data(), row.q.size(), f.data(), 1, row.n), FG_OK)
         << fg_last_error();
 #if defined(__x86_64__)
     EXPECT_EQ(std::memcmp(f.data(), row.deq.data(), (size_t)row.n * 4), 0)
-        << c.file << " random row " << i << ": " << first_float_diff(f.data(), row.deq.data(), row.n);
+        << file << " random row " << i << ": " << first_float_diff(f.data(), row.deq.data(), row.n);
 #else
     for (uint32_t j = 0; j < row.n; j++) {
       bool same = bits_f(f[j]) == bits_f(row.deq[j]) || (std::isnan(f[j]) && std::isnan(row.deq[j]));
-      ASSERT_TRUE(same) << c.file << " random row " << i << " element " << j << ": forgia " << f[j]
+      ASSERT_TRUE(same) << file << " random row " << i << " element " << j << ": forgia " << f[j]
                         << ", ggml " << row.deq[j];
     }
 #endif
   }
 }
 
+TEST_P(QuantGolden, DecodeRandomBytesMatchesGgmlFloats) {
+  const GoldenCase &c = GetParam();
+  if (!c.has_floats) GTEST_SKIP() << "ggml has no dequantizer for " << c.file;
+  check_random_decode(c.file, c.type);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ggml, QuantGolden, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<GoldenCase> &info) { return std::string(info.param.file); });
+
+// The decode-only grid i-quants (no encoder here, so no <type>.bin): their random-bytes files.
+const GoldenCase kDecodeOnlyCases[] = {
+    {"iq2_xxs", FG_IQ2_XXS, true}, {"iq2_xs", FG_IQ2_XS, true}, {"iq2_s", FG_IQ2_S, true},
+    {"iq3_xxs", FG_IQ3_XXS, true}, {"iq3_s", FG_IQ3_S, true},   {"iq1_s", FG_IQ1_S, true},
+    {"iq1_m", FG_IQ1_M, true},
+};
+
+class QuantGoldenDecodeOnly : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(QuantGoldenDecodeOnly, DecodeRandomBytesMatchesGgmlFloats) {
+  const GoldenCase &c = GetParam();
+  EXPECT_FALSE(fg_quant_can_encode(c.type)) << c.file;
+  ASSERT_TRUE(fg_quant_can_decode(c.type)) << c.file;
+  check_random_decode(c.file, c.type);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ggml, QuantGoldenDecodeOnly, ::testing::ValuesIn(kDecodeOnlyCases),
                          [](const ::testing::TestParamInfo<GoldenCase> &info) { return std::string(info.param.file); });
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "../cpu/quant_test_rows.h"
@@ -23,10 +22,6 @@ constexpr int kRowsPerKind = 3;
 struct Caps {
   bool quantize = false, dequantize = false;
 };
-
-// Types gguf-py decodes but this build does not (the i-quants with lookup grids).
-const std::set<fg_dtype> kKnownDecodeGaps = {FG_IQ2_XXS, FG_IQ2_XS, FG_IQ2_S, FG_IQ3_XXS,
-                                             FG_IQ3_S,   FG_IQ1_S,  FG_IQ1_M};
 
 class QuantParity : public ::testing::Test {
  protected:
@@ -136,7 +131,7 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
   std::string why;
   ASSERT_TRUE(run_jobs(jobs, &why)) << why;
 
-  std::vector<std::string> enc_proven, dec_proven, gaps;
+  std::vector<std::string> enc_proven, dec_proven;
   for (const auto &kv : cap) {
     const fg_dtype t = kv.first;
     const std::string nm = fg_dtype_name(t);
@@ -156,11 +151,7 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
       enc_proven.push_back(nm);
     }
     if (!kv.second.dequantize) continue;
-    if (!fg_quant_can_decode(t)) {
-      ASSERT_TRUE(kKnownDecodeGaps.count(t)) << "gguf-py dequantizes " << nm << " but forgia cannot";
-      gaps.push_back(nm);
-      continue;
-    }
+    ASSERT_TRUE(fg_quant_can_decode(t)) << "gguf-py dequantizes " << nm << " but forgia cannot";
     struct Src {
       const char *tag;
       const std::vector<uint8_t> *bytes;
@@ -189,7 +180,6 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
   };
   std::printf("encode parity with gguf-py: %s\n", join(enc_proven).c_str());
   std::printf("decode parity with gguf-py: %s\n", join(dec_proven).c_str());
-  std::printf("gguf-py decodes, forgia does not (no lookup grids): %s\n", join(gaps).c_str());
   EXPECT_GE(enc_proven.size(), 11u);
 }
 

@@ -9,6 +9,7 @@
 
 #include "forgia/dtype.h"
 #include "forgia/elem/quant_fp4.h"
+#include "forgia/elem/quant_iq.h"
 #include "forgia/elem/quant_iq4.h"
 #include "forgia/elem/quant_k.h"
 #include "forgia/elem/quant_simple.h"
@@ -33,6 +34,13 @@ static inline FG_HD bool fg_dequant_block(fg_dtype t, const uint8_t *b, float *y
     case FG_Q8_K: fg_dequant_q8_K(b, y); return true;
     case FG_TQ1_0: fg_dequant_tq1_0(b, y); return true;
     case FG_TQ2_0: fg_dequant_tq2_0(b, y); return true;
+    case FG_IQ2_XXS: fg_dequant_iq2_xxs(b, y); return true;
+    case FG_IQ2_XS: fg_dequant_iq2_xs(b, y); return true;
+    case FG_IQ2_S: fg_dequant_iq2_s(b, y); return true;
+    case FG_IQ3_XXS: fg_dequant_iq3_xxs(b, y); return true;
+    case FG_IQ3_S: fg_dequant_iq3_s(b, y); return true;
+    case FG_IQ1_S: fg_dequant_iq1_s(b, y); return true;
+    case FG_IQ1_M: fg_dequant_iq1_m(b, y); return true;
     case FG_IQ4_NL: fg_dequant_iq4_nl(b, y); return true;
     case FG_IQ4_XS: fg_dequant_iq4_xs(b, y); return true;
     case FG_MXFP4: fg_dequant_mxfp4(b, y); return true;

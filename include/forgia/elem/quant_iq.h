@@ -1,0 +1,165 @@
+/* Per-block decoders of the grid i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and
+ * IQ1_M (layouts: shared/reference/gguf-and-quant.md section 2.3). Every block is 256 elements
+ * in groups of 8: a grid index picks a group of magnitudes (quant_iq_grids.h), a sign byte
+ * flips some of them, and a group scale multiplies. The float operations and their order are
+ * ggml's dequantizer's (scale first, then scale * magnitude, then * +-1), so the floats are
+ * bit-identical, NaN and signed zero included; only integer ops and + - * on floats. */
+#ifndef FORGIA_ELEM_QUANT_IQ_H
+#define FORGIA_ELEM_QUANT_IQ_H
+
+#include "forgia/elem/quant_common.h"
+#include "forgia/elem/quant_iq_grids.h"
+
+/* +1 or -1 for bit j of a sign byte (a multiply, not a negation: a NaN keeps its sign). */
+static inline FG_HD float fg_iq_sign(unsigned signs, int j) {
+  return ((signs >> j) & 1u) ? -1.0f : 1.0f;
+}
+
+/* Byte k of a packed grid entry. */
+static inline FG_HD unsigned fg_iq_byte64(uint64_t g, int k) {
+  return (unsigned)((g >> (8 * k)) & 0xffu);
+}
+static inline FG_HD unsigned fg_iq_byte32(uint32_t g, int k) {
+  return (g >> (8 * k)) & 0xffu;
+}
+
+/* 8 values db * grid[k] * sign(k) of a u64 magnitude grid entry. */
+static inline FG_HD void fg_iq_put8(float db, uint64_t g, unsigned signs, float *y) {
+  for (int k = 0; k < 8; k++) y[k] = db * (float)fg_iq_byte64(g, k) * fg_iq_sign(signs, k);
+}
+
+/* 4 values of a u32 magnitude grid entry, with sign bits first..first+3. */
+static inline FG_HD void fg_iq_put4(float db, uint32_t g, unsigned signs, int first, float *y) {
+  for (int k = 0; k < 4; k++) y[k] = db * (float)fg_iq_byte32(g, k) * fg_iq_sign(signs, first + k);
+}
+
+/* Group scale d * (0.5 + s) * f of IQ2_XXS, IQ2_XS, IQ2_S (f = 0.25) and IQ3_XXS (f = 0.5). */
+static inline FG_HD float fg_iq_half_scale(float d, unsigned s, float f) {
+  return d * (0.5f + (float)s) * f;
+}
+
+/* IQ2_XXS, 66 bytes: d fp16, then per 32-element group two u32: A = 4 x 8-bit grid indices
+ * (bytes), B = 4 x 7-bit sign indices (bits 7l..7l+6) and the scale in bits 28..31. */
+static inline FG_HD void fg_dequant_iq2_xxs(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  for (int g = 0; g < 8; g++) {
+    const uint8_t *q = b + 2 + 8 * g;
+    const uint32_t sw = fg_ld_le32(q + 4);
+    const float db = fg_iq_half_scale(d, sw >> 28, 0.25f);
+    for (int l = 0; l < 4; l++)
+      fg_iq_put8(db, fg_iq2xxs_grid(q[l]), fg_ksigns_iq2xs((sw >> (7 * l)) & 127u), y + 32 * g + 8 * l);
+  }
+}
+
+/* IQ2_XS, 74 bytes: d fp16, qs[32] u16 (9-bit grid index, 7-bit sign index above it),
+ * scales[8] (per 32-element group: low nibble for its first 16 elements, high for the rest). */
+static inline FG_HD void fg_dequant_iq2_xs(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2, *sc = b + 66;
+  for (int g = 0; g < 8; g++) {
+    const float db0 = fg_iq_half_scale(d, sc[g] & 15u, 0.25f);
+    const float db1 = fg_iq_half_scale(d, (unsigned)sc[g] >> 4, 0.25f);
+    for (int l = 0; l < 4; l++) {
+      const unsigned w = fg_ld_le16(qs + 2 * (4 * g + l));
+      fg_iq_put8(l < 2 ? db0 : db1, fg_iq2xs_grid(w & 511u), fg_ksigns_iq2xs(w >> 9), y + 32 * g + 8 * l);
+    }
+  }
+}
+
+/* IQ2_S, 82 bytes: d fp16, qs[32] (low 8 index bits), signs[32] (explicit sign bytes),
+ * qh[8] (bits 2l..2l+1 of qh[g] are index bits 8..9 of group g's l-th 8), scales[8] as IQ2_XS. */
+static inline FG_HD void fg_dequant_iq2_s(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66, *sc = b + 74;
+  for (int g = 0; g < 8; g++) {
+    const float db0 = fg_iq_half_scale(d, sc[g] & 15u, 0.25f);
+    const float db1 = fg_iq_half_scale(d, (unsigned)sc[g] >> 4, 0.25f);
+    for (int l = 0; l < 4; l++) {
+      const unsigned idx = qs[4 * g + l] | ((((unsigned)qh[g] >> (2 * l)) & 3u) << 8);
+      fg_iq_put8(l < 2 ? db0 : db1, fg_iq2s_grid(idx), signs[4 * g + l], y + 32 * g + 8 * l);
+    }
+  }
+}
+
+/* IQ3_XXS, 98 bytes: d fp16, qs[64] (8-bit indices into the 4-value grid, two per 8), then
+ * per 32-element group a u32 of 4 x 7-bit sign indices and the scale in bits 28..31. */
+static inline FG_HD void fg_dequant_iq3_xxs(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2;
+  for (int g = 0; g < 8; g++) {
+    const uint32_t sw = fg_ld_le32(b + 66 + 4 * g);
+    const float db = fg_iq_half_scale(d, sw >> 28, 0.5f);
+    for (int l = 0; l < 4; l++) {
+      const unsigned s = fg_ksigns_iq2xs((sw >> (7 * l)) & 127u);
+      float *o = y + 32 * g + 8 * l;
+      fg_iq_put4(db, fg_iq3xxs_grid(qs[8 * g + 2 * l]), s, 0, o);
+      fg_iq_put4(db, fg_iq3xxs_grid(qs[8 * g + 2 * l + 1]), s, 4, o + 4);
+    }
+  }
+}
+
+/* IQ3_S, 110 bytes: d fp16, qs[64] (low 8 index bits), qh[8] (bit i of qh[g] is index bit 8
+ * of the i-th index of group g), signs[32], scales[4] (nibble per 32-element group; factor
+ * 1 + 2s, an integer). */
+static inline FG_HD void fg_dequant_iq3_s(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74, *sc = b + 106;
+  for (int g = 0; g < 8; g++) {
+    const unsigned s4 = ((unsigned)sc[g >> 1] >> (4 * (g & 1))) & 15u;
+    const float db = d * (float)(1 + 2 * (int)s4);
+    for (int l = 0; l < 4; l++) {
+      const unsigned i0 = qs[8 * g + 2 * l] | ((((unsigned)qh[g] >> (2 * l)) & 1u) << 8);
+      const unsigned i1 = qs[8 * g + 2 * l + 1] | ((((unsigned)qh[g] >> (2 * l + 1)) & 1u) << 8);
+      const unsigned s = signs[4 * g + l];
+      float *o = y + 32 * g + 8 * l;
+      fg_iq_put4(db, fg_iq3s_grid(i0), s, 0, o);
+      fg_iq_put4(db, fg_iq3s_grid(i1), s, 4, o + 4);
+    }
+  }
+}
+
+/* 8 values dl * (grid[k] + delta) of an IQ1 grid entry (int8 values -1, 0, +1). */
+static inline FG_HD void fg_iq1_put8(float dl, float delta, unsigned idx, float *y) {
+  const uint64_t g = fg_iq1s_grid(idx);
+  for (int k = 0; k < 8; k++) y[k] = dl * ((float)(int8_t)fg_iq_byte64(g, k) + delta);
+}
+
+/* IQ1_S, 50 bytes: d fp16, qs[32] (low 8 index bits), qh[8] u16 per 32-element group: bits
+ * 3l..3l+2 are index bits 8..10 of its l-th 8, bits 12..14 the scale s (factor 2s + 1),
+ * bit 15 the sign of delta. */
+static inline FG_HD void fg_dequant_iq1_s(const uint8_t *b, float *y) {
+  const float d = fg_ld_f16(b);
+  const uint8_t *qs = b + 2;
+  for (int g = 0; g < 8; g++) {
+    const unsigned h = fg_ld_le16(b + 34 + 2 * g);
+    const float dl = d * (float)(2 * (int)((h >> 12) & 7u) + 1);
+    const float delta = (h & 0x8000u) ? -FG_IQ1_DELTA : FG_IQ1_DELTA;
+    for (int l = 0; l < 4; l++)
+      fg_iq1_put8(dl, delta, qs[4 * g + l] | (((h >> (3 * l)) & 7u) << 8), y + 32 * g + 8 * l);
+  }
+}
+
+/* IQ1_M, 56 bytes: qs[32] (low 8 index bits), qh[16] (per 8 elements a nibble: bits 0..2 index
+ * bits 8..10, bit 3 the sign of delta), scales[8] read as 4 u16: per 16 elements a 3-bit scale
+ * s (factor 2s + 1) at bits 3k of word k/4, and the top nibbles of the 4 words together form
+ * the block's fp16 d (word 0's top nibble lowest). */
+static inline FG_HD void fg_dequant_iq1_m(const uint8_t *b, float *y) {
+  const uint8_t *qs = b, *qh = b + 32;
+  unsigned sc[4];
+  for (int k = 0; k < 4; k++) sc[k] = fg_ld_le16(b + 48 + 2 * k);
+  const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
+                                 (sc[3] & 0xf000u));
+  const float d = fg_f16_to_f32(dh);
+  for (int g = 0; g < 8; g++) {
+    const unsigned w = sc[g >> 1] >> (6 * (g & 1));
+    const float dl1 = d * (float)(2 * (int)(w & 7u) + 1);
+    const float dl2 = d * (float)(2 * (int)((w >> 3) & 7u) + 1);
+    for (int l = 0; l < 4; l++) {
+      const unsigned nib = ((unsigned)qh[2 * g + (l >> 1)] >> (4 * (l & 1))) & 15u;
+      const float delta = (nib & 8u) ? -FG_IQ1_DELTA : FG_IQ1_DELTA;
+      fg_iq1_put8(l < 2 ? dl1 : dl2, delta, qs[4 * g + l] | ((nib & 7u) << 8), y + 32 * g + 8 * l);
+    }
+  }
+}
+
+#endif
