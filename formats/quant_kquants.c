@@ -199,7 +199,7 @@ void fg_qenc_q2_K(const float *x, uint8_t *y) {
   }
   if (max_min > 0) {
     const float iscale = 15.f / max_min;
-    for (int j = 0; j < 16; j++) scales[j] |= (uint8_t)(fg_nearest_int(iscale * mins[j]) << 4);
+    for (int j = 0; j < 16; j++) scales[j] |= (uint8_t)((uint32_t)fg_nearest_int(iscale * mins[j]) << 4); /* low byte, as ggml */
     dmin16 = fg_f32_to_f16(max_min / 15.f);
   } else {
     dmin16 = fg_f32_to_f16(0.f);
