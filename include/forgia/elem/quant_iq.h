@@ -2,17 +2,21 @@
  * IQ1_M (layouts: shared/reference/gguf-and-quant.md section 2.3). Every block is 256 elements
  * in groups of 8: a grid index picks a group of magnitudes (quant_iq_grids.h), a sign byte
  * flips some of them, and a group scale multiplies. The float operations and their order are
- * ggml's dequantizer's (scale first, then scale * magnitude, then * +-1), so the floats are
- * bit-identical, NaN and signed zero included; only integer ops and + - * on floats. */
+ * ggml's dequantizer's (group scale first, then scale * magnitude, then the sign), so the
+ * floats are bit-identical, signed zero included; only integer ops and + - * on floats. */
 #ifndef FORGIA_ELEM_QUANT_IQ_H
 #define FORGIA_ELEM_QUANT_IQ_H
 
 #include "forgia/elem/quant_common.h"
 #include "forgia/elem/quant_iq_grids.h"
 
-/* +1 or -1 for bit j of a sign byte (a multiply, not a negation: a NaN keeps its sign). */
-static inline FG_HD float fg_iq_sign(unsigned signs, int j) {
-  return ((signs >> j) & 1u) ? -1.0f : 1.0f;
+/* v, negated where bit j of a sign byte is set. ggml writes v * (bit ? -1.f : 1.f); a
+ * negation gives the same bits for every non-NaN v (zeros and infinities included), and for
+ * a NaN it gives what gcc makes of ggml's multiply (gcc folds x * -1 into -x), which is what
+ * the golden files hold. A real multiply would keep a NaN's sign on x86 and would depend on
+ * whether the compiler folds it. */
+static inline FG_HD float fg_iq_signed(float v, unsigned signs, int j) {
+  return ((signs >> j) & 1u) ? -v : v;
 }
 
 /* Byte k of a packed grid entry. */
@@ -25,12 +29,12 @@ static inline FG_HD unsigned fg_iq_byte32(uint32_t g, int k) {
 
 /* 8 values db * grid[k] * sign(k) of a u64 magnitude grid entry. */
 static inline FG_HD void fg_iq_put8(float db, uint64_t g, unsigned signs, float *y) {
-  for (int k = 0; k < 8; k++) y[k] = db * (float)fg_iq_byte64(g, k) * fg_iq_sign(signs, k);
+  for (int k = 0; k < 8; k++) y[k] = fg_iq_signed(db * (float)fg_iq_byte64(g, k), signs, k);
 }
 
 /* 4 values of a u32 magnitude grid entry, with sign bits first..first+3. */
 static inline FG_HD void fg_iq_put4(float db, uint32_t g, unsigned signs, int first, float *y) {
-  for (int k = 0; k < 4; k++) y[k] = db * (float)fg_iq_byte32(g, k) * fg_iq_sign(signs, first + k);
+  for (int k = 0; k < 4; k++) y[k] = fg_iq_signed(db * (float)fg_iq_byte32(g, k), signs, first + k);
 }
 
 /* Group scale d * (0.5 + s) * f of IQ2_XXS, IQ2_XS, IQ2_S (f = 0.25) and IQ3_XXS (f = 0.5). */
