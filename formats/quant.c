@@ -55,11 +55,9 @@ static fg_status fg_quant_check(fg_dtype t, bool encode, const void *fp, const v
   if (encode ? !fg_quant_can_encode(t) : !fg_quant_can_decode(t)) {
     if (encode && (t == FG_IQ2_XXS || t == FG_IQ2_XS || t == FG_IQ2_S || t == FG_IQ3_XXS ||
                    t == FG_IQ3_S || t == FG_IQ1_S || t == FG_IQ1_M))
-      return fg_fail(FG_ERR_UNSUPPORTED, "quant encode: %s has no reference quantizer here "
-                     "(its ggml quantizer needs lookup grids and, for some, an importance matrix)", tr->name);
-    if (!encode && tr->is_quant)
-      return fg_fail(FG_ERR_UNSUPPORTED, "quant decode: %s is not supported yet "
-                     "(its ggml dequantizer needs lookup grids this build does not carry)", tr->name);
+      return fg_fail(FG_ERR_UNSUPPORTED, "quant encode: %s is decode-only here "
+                     "(ggml's quantizer for it searches its grid and, for some, needs an importance matrix)",
+                     tr->name);
     return fg_fail(FG_ERR_UNSUPPORTED, "quant %s: %s is not a ggml float or block type", verb, tr->name);
   }
   if (n < 0 || nrows < 0)
