@@ -73,7 +73,9 @@ static inline FG_HD void fg_dequant_q1_0(const uint8_t *b, float *y) {
   if ((du & 0x7fffffffu) > 0x7f800000u) du |= 0x00400000u;
   const float d = fg_bits_f32(du);
   const uint8_t *qs = b + 2;
-  for (int j = 0; j < 128; j++) y[j] = ((qs[j >> 3] >> (j & 7)) & 1) ? d : -d;
+  /* bit ? d : -d as a sign-bit flip (what negation is), without a branch per random bit */
+  const uint32_t db = fg_f32_bits(d);
+  for (int j = 0; j < 128; j++) y[j] = fg_bits_f32(db ^ ((~(uint32_t)(qs[j >> 3] >> (j & 7)) & 1u) << 31));
 }
 
 /* Q2_0, 18 bytes per 64: d fp16, qs[16]; element j is bits 2(j%4).. of qs[j/4], value (q-1)d. */
