@@ -8,45 +8,44 @@
 
 #include "formats/safetensors_internal.h"
 
+/* Length of the well-formed UTF-8 sequence starting with a byte >= 0x80 at s[i], or 0 when
+ * it is not one (overlong forms, UTF-16 surrogates and code points above U+10FFFF refused). */
+static size_t st_utf8_seq_len(const uint8_t *s, size_t n, size_t i) {
+  const uint8_t c = s[i];
+  size_t need;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;       /* overlong */
+    if (c == 0xED) hi = 0x9F;       /* UTF-16 surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;       /* overlong */
+    if (c == 0xF4) hi = 0x8F;       /* above U+10FFFF */
+  } else {
+    return 0;
+  }
+  if (n - i <= need || s[i + 1] < lo || s[i + 1] > hi) return 0;
+  for (size_t k = 2; k <= need; k++)
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+  return need + 1;
+}
+
 bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad) {
   size_t i = 0;
   while (i < n) {
-    uint8_t c = s[i];
-    if (c < 0x80) {
+    if (s[i] < 0x80) {
       i++;
       continue;
     }
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;       /* overlong */
-      if (c == 0xED) hi = 0x9F;       /* UTF-16 surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;       /* overlong */
-      if (c == 0xF4) hi = 0x8F;       /* above U+10FFFF */
-    } else {
+    const size_t k = st_utf8_seq_len(s, n, i);
+    if (!k) {
       *bad = i;
       return false;
     }
-    if (n - i <= need) {
-      *bad = i;
-      return false;
-    }
-    if (s[i + 1] < lo || s[i + 1] > hi) {
-      *bad = i;
-      return false;
-    }
-    for (size_t k = 2; k <= need; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) {
-        *bad = i;
-        return false;
-      }
-    }
-    i += need + 1;
+    i += k;
   }
   return true;
 }
@@ -431,27 +430,11 @@ static bool parse_string(parser *P, const char **str, uint32_t *len) {
       continue;
     }
     /* c >= 0x80: one UTF-8 sequence, as st_utf8_valid checks it */
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (n - i <= need || t[i + 1] < lo || t[i + 1] > hi) return false;
-    for (size_t k = 2; k <= need; k++)
-      if ((t[i + k] & 0xC0) != 0x80) return false;
-    memcpy(o, t + i, need + 1);
-    o += need + 1;
-    i += need + 1;
+    const size_t k = st_utf8_seq_len(t, n, i);
+    if (!k) return false;
+    memcpy(o, t + i, k);
+    o += k;
+    i += k;
   }
   *o++ = '\0';
   *str = start;
