@@ -38,6 +38,14 @@ static int str_cmp_p(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Sorts v in place and returns a string that occurs twice in it, or NULL. */
+static const char *first_duplicate(const char **v, size_t n) {
+  qsort(v, n, sizeof *v, str_cmp_p);
+  for (size_t i = 1; i < n; i++)
+    if (strcmp(v[i - 1], v[i]) == 0) return v[i];
+  return NULL;
+}
+
 static fg_status check_utf8(const char *s, const char *what) {
   size_t bad;
   if (!st_utf8_valid((const uint8_t *)s, strlen(s), &bad))
@@ -50,7 +58,7 @@ static fg_status check_utf8(const char *s, const char *what) {
 static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *meta, size_t nmeta, st_buf *out,
                        const fg_st_write_tensor ***order_out, uint64_t *total) {
   if ((n && !ts) || (nmeta && !meta)) return fg_fail(FG_ERR_INVALID_ARG, "safetensors writer: NULL array");
-  fg_status s;
+  fg_status s = FG_OK;
   for (size_t i = 0; i < n; i++) {
     const fg_st_write_tensor *t = &ts[i];
     if (!t->name || !t->name[0]) return fg_fail(FG_ERR_INVALID_ARG, "safetensors writer: tensor %zu has no name", i);
@@ -84,15 +92,10 @@ static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *m
     const char **keys = malloc(nmeta * sizeof *keys);
     if (!keys) return fg_fail(FG_ERR_NOMEM, "safetensors writer: out of memory");
     for (size_t i = 0; i < nmeta; i++) keys[i] = meta[i].key;
-    qsort(keys, nmeta, sizeof *keys, str_cmp_p);
-    for (size_t i = 1; i < nmeta; i++) {
-      if (strcmp(keys[i - 1], keys[i]) == 0) {
-        s = fg_fail(FG_ERR_DUPLICATE, "safetensors writer: metadata key '%.200s' given twice", keys[i]);
-        free(keys);
-        return s;
-      }
-    }
+    const char *dup = first_duplicate(keys, nmeta);
+    if (dup) s = fg_fail(FG_ERR_DUPLICATE, "safetensors writer: metadata key '%.200s' given twice", dup);
     free(keys);
+    if (s) return s;
   }
   const fg_st_write_tensor **order = malloc((n ? n : 1) * sizeof *order);
   const fg_st_write_tensor **tmp = malloc((n ? n : 1) * sizeof *tmp);
@@ -111,16 +114,13 @@ static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *m
       return fg_fail(FG_ERR_NOMEM, "safetensors writer: out of memory");
     }
     for (size_t i = 0; i < n; i++) names[i] = ts[i].name;
-    qsort(names, n, sizeof *names, str_cmp_p);
-    for (size_t i = 1; i < n; i++) {
-      if (strcmp(names[i - 1], names[i]) == 0) {
-        s = fg_fail(FG_ERR_DUPLICATE, "safetensors writer: tensor name '%.200s' given twice", names[i]);
-        free(names);
-        free(order);
-        return s;
-      }
-    }
+    const char *dup = first_duplicate(names, n);
+    if (dup) s = fg_fail(FG_ERR_DUPLICATE, "safetensors writer: tensor name '%.200s' given twice", dup);
     free(names);
+    if (s) {
+      free(order);
+      return s;
+    }
   }
 
   st_buf b = {0};
