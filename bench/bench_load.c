@@ -116,9 +116,9 @@ static void bench_target(const fg_bench *b, const char *spec, const char *path, 
     const char *name;
     fg_load_dtype dtype;
     unsigned flags;
-  } cases[] = {{"keep", FG_LOAD_KEEP, 0}, {"keep_copy", FG_LOAD_KEEP, FG_LOAD_COPY}, {"f32", FG_LOAD_F32, 0}};
+  } cases[] = {{"keep", FG_LOAD_DTYPE_KEEP, 0}, {"keep_copy", FG_LOAD_DTYPE_KEEP, FG_LOAD_FLAG_COPY}, {"f32", FG_LOAD_DTYPE_F32, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (cases[i].flags == FG_LOAD_COPY && fg_device_kind_of(dev) != FG_DEVICE_CPU) continue;
+    if (cases[i].flags == FG_LOAD_FLAG_COPY && fg_device_kind_of(dev) != FG_DEVICE_CPU) continue;
     load_ctx c = {path, dev, {0}, 0};
     fg_load_options_init(&c.o);
     c.o.dtype = cases[i].dtype;

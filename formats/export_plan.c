@@ -34,7 +34,7 @@ fg_status fg_export_file_type(fg_dtype t, uint32_t *code) {
 fg_status fg_export_target_parse(const char *name, fg_export_target *out) {
   if (!name || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_target_parse: NULL argument");
   if (strcasecmp(name, "verbatim") == 0) {
-    out->mode = FG_EXPORT_VERBATIM;
+    out->mode = FG_EXPORT_MODE_VERBATIM;
     out->dtype = FG_F32;
     return FG_OK;
   }
@@ -43,7 +43,7 @@ fg_status fg_export_target_parse(const char *name, fg_export_target *out) {
     if (strcasecmp(name, fg_dtype_name(t)) != 0) continue;
     if (!fg_quant_can_encode(t))
       return fg_fail(FG_ERR_UNSUPPORTED, "export: this build has no %s encoder", fg_dtype_name(t));
-    out->mode = FG_EXPORT_DTYPE;
+    out->mode = FG_EXPORT_MODE_DTYPE;
     out->dtype = t;
     return FG_OK;
   }
@@ -54,10 +54,10 @@ fg_status fg_export_target_parse(const char *name, fg_export_target *out) {
 
 const char *fg_export_action_name(fg_export_action a) {
   switch (a) {
-  case FG_EXPORT_COPY: return "copy";
-  case FG_EXPORT_CONVERT: return "convert";
-  case FG_EXPORT_DEQUANT: return "dequantize";
-  case FG_EXPORT_REQUANT: return "requantize";
+  case FG_EXPORT_ACTION_COPY: return "copy";
+  case FG_EXPORT_ACTION_CONVERT: return "convert";
+  case FG_EXPORT_ACTION_DEQUANT: return "dequantize";
+  case FG_EXPORT_ACTION_REQUANT: return "requantize";
   }
   return "invalid";
 }
@@ -89,10 +89,10 @@ static fg_status decide(const char *path, const fg_export_options *opt, const fg
                         fg_export_tensor *t) {
   t->expert = ends_with(s->name, "_exps.weight");
   t->dst_dtype = s->dtype;
-  t->action = FG_EXPORT_COPY;
+  t->action = FG_EXPORT_ACTION_COPY;
   fg_export_target tg = opt->dtype;
-  if (t->expert && opt->experts.mode != FG_EXPORT_UNSET) tg = opt->experts;
-  if (tg.mode != FG_EXPORT_DTYPE) {
+  if (t->expert && opt->experts.mode != FG_EXPORT_MODE_UNSET) tg = opt->experts;
+  if (tg.mode != FG_EXPORT_MODE_DTYPE) {
     t->why = FG_EXPORT_WHY_VERBATIM;
     return FG_OK;
   }
@@ -109,7 +109,7 @@ static fg_status decide(const char *path, const fg_export_options *opt, const fg
   } else {
     const bool quant_src = fg_dtype_info(s->dtype)->is_quant;
     const bool quant_dst = fg_dtype_info(tg.dtype)->is_quant;
-    const bool by_experts = t->expert && opt->experts.mode == FG_EXPORT_DTYPE;
+    const bool by_experts = t->expert && opt->experts.mode == FG_EXPORT_MODE_DTYPE;
     if (quant_src && quant_dst && !by_experts)
       return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s' is already %s; --dtype %s would requantize it "
                      "(chain requantization compounds the error): export it verbatim, or to f32/f16/bf16, "
@@ -123,7 +123,7 @@ static fg_status decide(const char *path, const fg_export_options *opt, const fg
                        "transcoded to %s", path, s->name, fg_dtype_name(s->dtype), fg_dtype_name(tg.dtype));
       t->why = FG_EXPORT_WHY_TARGET;
       t->dst_dtype = tg.dtype;
-      t->action = !quant_src ? FG_EXPORT_CONVERT : quant_dst ? FG_EXPORT_REQUANT : FG_EXPORT_DEQUANT;
+      t->action = !quant_src ? FG_EXPORT_ACTION_CONVERT : quant_dst ? FG_EXPORT_ACTION_REQUANT : FG_EXPORT_ACTION_DEQUANT;
     }
   }
   return FG_OK;
@@ -133,11 +133,11 @@ fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_opt
                                 fg_export_plan **out) {
   if (!src || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_plan_create: NULL argument");
   *out = NULL;
-  static const fg_export_options defaults = {{FG_EXPORT_UNSET, FG_F32}, {FG_EXPORT_UNSET, FG_F32}, 0};
+  static const fg_export_options defaults = {{FG_EXPORT_MODE_UNSET, FG_F32}, {FG_EXPORT_MODE_UNSET, FG_F32}, 0};
   if (!opt) opt = &defaults;
   const fg_export_target *tgs[2] = {&opt->dtype, &opt->experts};
   for (int k = 0; k < 2; k++) {
-    if (tgs[k]->mode == FG_EXPORT_DTYPE &&
+    if (tgs[k]->mode == FG_EXPORT_MODE_DTYPE &&
         (fg_export_file_type(tgs[k]->dtype, NULL) != FG_OK || !fg_quant_can_encode(tgs[k]->dtype)))
       return fg_fail(FG_ERR_UNSUPPORTED, "export: %s is not an export target in this build",
                      fg_dtype_name(tgs[k]->dtype));
@@ -207,6 +207,6 @@ size_t fg_export_plan_changed(const fg_export_plan *p) {
 }
 
 bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code) {
-  if (!p || p->opt.dtype.mode != FG_EXPORT_DTYPE) return false;
+  if (!p || p->opt.dtype.mode != FG_EXPORT_MODE_DTYPE) return false;
   return fg_export_file_type(p->opt.dtype.dtype, code) == FG_OK;
 }

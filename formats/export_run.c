@@ -26,7 +26,7 @@ static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
     if ((st = fg_gguf_writer_copy_all_kv(w, s->gguf, fg_export_split_keys, 3))) return st;
     /* set_u32 replaces in place, so a present key keeps its position (and gets UINT32). */
     if (set_ftype && (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype))) return st;
-    if (any_block_output(p) && fg_gguf_find_key(s->gguf, "general.quantization_version") < 0 &&
+    if (any_block_output(p) && fg_gguf_key_index(s->gguf, "general.quantization_version") < 0 &&
         (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2)))
       return st;
     return FG_OK;
@@ -58,7 +58,7 @@ typedef struct fg_export_cursor {
 
 static fg_status report(fg_export_cursor *c, uint64_t bytes) {
   c->prog.bytes_done += bytes;
-  if (c->fn && !c->fn(c->user, &c->prog))
+  if (c->fn && !c->fn(&c->prog, c->user))
     return fg_fail(FG_ERR_STATE, "%s: export cancelled at tensor '%s'", c->p->src->path, c->prog.tensor->name);
   return FG_OK;
 }
@@ -79,7 +79,7 @@ static fg_status copy_tensor(fg_export_cursor *c, const fg_export_src_tensor *s)
     uint64_t len = s->nbytes - off < step ? s->nbytes - off : step;
     fg_mapping_prefetch(s->map, s->map_off + off, len);
     fg_status st = fg_gguf_writer_write_data(c->w, s->data + off, len);
-    fg_mapping_release_pages(s->map, s->map_off + off, len);
+    fg_mapping_evict(s->map, s->map_off + off, len);
     if (st || (st = report(c, len))) return st;
   }
   return FG_OK;
@@ -111,7 +111,7 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tenso
     uint64_t off = r * src_row, len = k * src_row;
     fg_mapping_prefetch(s->map, s->map_off + off, len);
     st = fg_quant_decode_rows(t->src_dtype, s->data + off, (size_t)len, c->fbuf, (int64_t)k, (int64_t)n);
-    fg_mapping_release_pages(s->map, s->map_off + off, len);
+    fg_mapping_evict(s->map, s->map_off + off, len);
     if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
     const void *outp = c->fbuf; /* an f32 target is the decoded chunk itself */
     if (t->dst_dtype != FG_F32) {
@@ -138,7 +138,7 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
   for (size_t i = 0; !st && i < p->n; i++) {
     const fg_export_tensor *t = &p->t[i];
     c.prog.tensor = t;
-    st = t->action == FG_EXPORT_COPY ? copy_tensor(&c, &p->src->t[i]) : transcode_tensor(&c, &p->src->t[i], t);
+    st = t->action == FG_EXPORT_ACTION_COPY ? copy_tensor(&c, &p->src->t[i]) : transcode_tensor(&c, &p->src->t[i], t);
     c.prog.tensors_done = i + 1;
     if (!st) st = report(&c, 0);
   }

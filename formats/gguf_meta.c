@@ -53,23 +53,23 @@ fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out
 
 /* ---- by index ---- */
 
-uint64_t fg_gguf_kv_count(const fg_gguf_file *f) { return f ? f->n_kv : 0; }
+size_t fg_gguf_kv_count(const fg_gguf_file *f) { return f ? f->n_kv : 0; }
 
-int64_t fg_gguf_find_key_n(const fg_gguf_file *f, const char *key, size_t len) {
+int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_t len) {
   if (!f || !key) return -1;
   return fg_gguf_hash_find(&f->kv_index, key, len, fg_gguf_kv_name_at, f);
 }
 
-int64_t fg_gguf_find_key(const fg_gguf_file *f, const char *key) {
-  return key ? fg_gguf_find_key_n(f, key, strlen(key)) : -1;
+int64_t fg_gguf_key_index(const fg_gguf_file *f, const char *key) {
+  return key ? fg_gguf_key_index_n(f, key, strlen(key)) : -1;
 }
 
-fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, uint64_t i) {
+fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, size_t i) {
   if (!f || i >= f->n_kv) return (fg_gguf_str){"", 0};
   return (fg_gguf_str){f->kvs[i].key, f->kvs[i].key_len};
 }
 
-fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, uint64_t i) {
+fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, size_t i) {
   if (!f || i >= f->n_kv) return (fg_gguf_type)-1;
   return (fg_gguf_type)f->kvs[i].type;
 }
@@ -87,7 +87,7 @@ static fg_status wrong_type(const fg_gguf_file *f, const fg_gguf_kvrec *kv, cons
                  kv->key, type_str(kv->type), want);
 }
 
-fg_status fg_gguf_kv_int(const fg_gguf_file *f, uint64_t i, int64_t *out) {
+fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -96,7 +96,7 @@ fg_status fg_gguf_kv_int(const fg_gguf_file *f, uint64_t i, int64_t *out) {
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_float(const fg_gguf_file *f, uint64_t i, double *out) {
+fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -105,7 +105,7 @@ fg_status fg_gguf_kv_float(const fg_gguf_file *f, uint64_t i, double *out) {
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_bool(const fg_gguf_file *f, uint64_t i, bool *out) {
+fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -114,7 +114,7 @@ fg_status fg_gguf_kv_bool(const fg_gguf_file *f, uint64_t i, bool *out) {
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_str(const fg_gguf_file *f, uint64_t i, fg_gguf_str *out) {
+fg_status fg_gguf_kv_str(const fg_gguf_file *f, size_t i, fg_gguf_str *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -124,7 +124,7 @@ fg_status fg_gguf_kv_str(const fg_gguf_file *f, uint64_t i, fg_gguf_str *out) {
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_array(const fg_gguf_file *f, uint64_t i, fg_gguf_array *out) {
+fg_status fg_gguf_kv_array(const fg_gguf_file *f, size_t i, fg_gguf_array *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -137,7 +137,7 @@ fg_status fg_gguf_kv_array(const fg_gguf_file *f, uint64_t i, fg_gguf_array *out
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_raw(const fg_gguf_file *f, uint64_t i, const uint8_t **bytes, uint64_t *len) {
+fg_status fg_gguf_kv_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -146,7 +146,7 @@ fg_status fg_gguf_kv_raw(const fg_gguf_file *f, uint64_t i, const uint8_t **byte
   return FG_OK;
 }
 
-fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, uint64_t i, const uint8_t **bytes, uint64_t *len) {
+fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
@@ -159,7 +159,7 @@ fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, uint64_t i, const uint8_t 
 
 static fg_status key_index(const fg_gguf_file *f, const char *key, uint64_t *i) {
   if (!f || !key) return fg_fail(FG_ERR_INVALID_ARG, "NULL GGUF file or key");
-  int64_t k = fg_gguf_find_key(f, key);
+  int64_t k = fg_gguf_key_index(f, key);
   if (k < 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no key '%s'", fg_gguf_path(f), key);
   *i = (uint64_t)k;
   return FG_OK;

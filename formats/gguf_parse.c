@@ -177,12 +177,14 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   memcpy(t->name, name, name_len);
   t->name[name_len] = '\0';
   t->name_len = (uint32_t)name_len;
-  if ((s = rd_u32(c, "n_dims", &t->ndim))) return s;
-  if (t->ndim < 1 || t->ndim > FG_GGUF_MAX_DIMS)
+  uint32_t ndim;
+  if ((s = rd_u32(c, "n_dims", &ndim))) return s;
+  if (ndim < 1 || ndim > FG_GGUF_MAX_DIMS)
     return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%s' at offset %" PRIu64 ": n_dims %u, expected 1..4", c->path,
-                   t->name, c->pos - 4, t->ndim);
+                   t->name, c->pos - 4, ndim);
+  t->ndim = (int)ndim;
   for (int d = 0; d < 4; d++) t->ne[d] = 1;
-  for (uint32_t d = 0; d < t->ndim; d++)
+  for (int d = 0; d < t->ndim; d++)
     if ((s = rd_u64(c, "tensor dimension", &t->ne[d]))) return s;
   uint32_t code;
   if ((s = rd_u32(c, "tensor type", &code))) return s;
@@ -194,7 +196,7 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   char ctx[1200];
   snprintf(ctx, sizeof ctx, "%.1000s: tensor '%s'", c->path, t->name);
   if ((s = fg_gguf_tensor_nbytes(ctx, t->dtype, t->ndim, t->ne, &t->nbytes))) return s;
-  for (uint32_t d = 0; d < 4; d++) t->shape[d] = d < t->ndim ? t->ne[t->ndim - 1 - d] : 0;
+  for (int d = 0; d < 4; d++) t->shape[d] = d < t->ndim ? t->ne[t->ndim - 1 - d] : 0;
   return FG_OK;
 }
 
@@ -359,16 +361,16 @@ fg_gguf_str fg_gguf_tensor_name_at(const void *file, uint64_t i) {
 uint32_t fg_gguf_version(const fg_gguf_file *f) { return f ? f->parts[0].version : 0; }
 uint32_t fg_gguf_alignment(const fg_gguf_file *f) { return f ? f->parts[0].alignment : 0; }
 const char *fg_gguf_path(const fg_gguf_file *f) { return f ? fg_mapping_path(f->parts[0].map) : ""; }
-uint32_t fg_gguf_part_count(const fg_gguf_file *f) { return f ? f->n_parts : 0; }
+size_t fg_gguf_part_count(const fg_gguf_file *f) { return f ? f->n_parts : 0; }
 
-uint64_t fg_gguf_data_offset(const fg_gguf_file *f, uint32_t part) {
+uint64_t fg_gguf_data_offset(const fg_gguf_file *f, size_t part) {
   return f && part < f->n_parts ? f->parts[part].data_offset : 0;
 }
 
-const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, uint32_t part) {
+const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, size_t part) {
   return f && part < f->n_parts ? f->parts[part].map : NULL;
 }
 
-fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, uint32_t part) {
+fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, size_t part) {
   return f && part < f->n_parts ? fg_mapping_retain(f->parts[part].map) : NULL;
 }

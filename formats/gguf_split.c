@@ -35,7 +35,7 @@ bool fg_gguf_split_name(const char *path, uint32_t *part_no, uint32_t *part_coun
 
 /* An optional split key of an exact wire type; *present tells whether it exists. */
 static fg_status split_key(const fg_gguf_file *f, const char *key, fg_gguf_type type, int64_t *v, int *present) {
-  int64_t i = fg_gguf_find_key(f, key);
+  int64_t i = fg_gguf_key_index(f, key);
   *present = i >= 0;
   if (i < 0) return FG_OK;
   if (f->kvs[i].type != (uint32_t)type)
@@ -78,7 +78,7 @@ static fg_status merge(fg_gguf_file **parts, uint32_t n, fg_gguf_file **out) {
       if ((s = fg_gguf_hash_insert(&m->tensor_index, t->name, t->name_len, m->n_tensors, fg_gguf_tensor_name_at, m, &dup)))
         break;
       if (dup >= 0) {
-        s = fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%s' is also in part %u", fg_gguf_path(parts[i]), t->name,
+        s = fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%s' is also in part %zu", fg_gguf_path(parts[i]), t->name,
                     m->tensors[dup].part + 1);
         break;
       }

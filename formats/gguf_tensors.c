@@ -4,9 +4,9 @@
 
 #include <inttypes.h>
 
-uint64_t fg_gguf_tensor_count(const fg_gguf_file *f) { return f ? f->n_tensors : 0; }
+size_t fg_gguf_tensor_count(const fg_gguf_file *f) { return f ? f->n_tensors : 0; }
 
-const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, uint64_t i) {
+const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, size_t i) {
   return f && i < f->n_tensors ? &f->tensors[i] : NULL;
 }
 
@@ -31,7 +31,7 @@ fg_status fg_gguf_get_tensor(const fg_gguf_file *f, const char *name, const fg_g
 uint64_t fg_gguf_tensor_numel(const fg_gguf_tensor *t) {
   if (!t) return 0;
   /* Validated at parse time: the product fits in int64 unless a dim is 0. */
-  for (uint32_t d = 0; d < t->ndim; d++)
+  for (int d = 0; d < t->ndim; d++)
     if (t->ne[d] == 0) return 0;
   return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
@@ -43,8 +43,8 @@ static void advise(const fg_gguf_file *f, const fg_gguf_tensor *t, int prefetch)
   if (prefetch)
     fg_mapping_prefetch(p->map, off, t->nbytes);
   else
-    fg_mapping_release_pages(p->map, off, t->nbytes);
+    fg_mapping_evict(p->map, off, t->nbytes);
 }
 
 void fg_gguf_tensor_prefetch(const fg_gguf_file *f, const fg_gguf_tensor *t) { advise(f, t, 1); }
-void fg_gguf_tensor_release(const fg_gguf_file *f, const fg_gguf_tensor *t) { advise(f, t, 0); }
+void fg_gguf_tensor_evict(const fg_gguf_file *f, const fg_gguf_tensor *t) { advise(f, t, 0); }

@@ -226,7 +226,7 @@ fg_status fg_gguf_writer_copy_kv(fg_gguf_writer *w, const fg_gguf_file *from, co
   fg_status s = frozen(w, "fg_gguf_writer_copy_kv");
   if (s) return s;
   if (!from || !key) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_copy_kv: NULL argument");
-  int64_t i = fg_gguf_find_key(from, key);
+  int64_t i = fg_gguf_key_index(from, key);
   if (i < 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no key '%s' to copy", fg_gguf_path(from), key);
   return copy_one(w, from, (uint64_t)i);
 }
@@ -270,8 +270,8 @@ fg_status fg_gguf_writer_remove_kv(fg_gguf_writer *w, const char *key) {
   return FG_OK;
 }
 
-uint64_t fg_gguf_writer_kv_count(const fg_gguf_writer *w) { return w ? w->n_kv : 0; }
-uint64_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w) { return w ? w->n_tensors : 0; }
+size_t fg_gguf_writer_kv_count(const fg_gguf_writer *w) { return w ? w->n_kv : 0; }
+size_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w) { return w ? w->n_tensors : 0; }
 
 static fg_status add(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32_t ndim, const uint64_t *ne,
                      const void *data, uint64_t nbytes, int has_data) {
@@ -314,12 +314,12 @@ static fg_status add(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32
   return FG_OK;
 }
 
-fg_status fg_gguf_writer_add_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32_t ndim,
+fg_status fg_gguf_writer_add_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype, int ndim,
                                     const uint64_t *ne, const void *data, uint64_t nbytes) {
   return add(w, name, dtype, ndim, ne, data, nbytes, 1);
 }
 
-fg_status fg_gguf_writer_declare_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32_t ndim,
+fg_status fg_gguf_writer_declare_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype, int ndim,
                                         const uint64_t *ne) {
   return add(w, name, dtype, ndim, ne, NULL, 0, 0);
 }

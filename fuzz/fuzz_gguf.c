@@ -20,7 +20,7 @@ static void walk(const fg_gguf_file *f) {
   uint64_t acc = fg_gguf_version(f) + fg_gguf_alignment(f) + fg_gguf_data_offset(f, 0);
   for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
     fg_gguf_str k = fg_gguf_kv_key(f, i);
-    if (fg_gguf_find_key_n(f, k.ptr, k.len) != (int64_t)i) __builtin_trap();
+    if (fg_gguf_key_index_n(f, k.ptr, k.len) != (int64_t)i) __builtin_trap();
     int64_t v;
     double d;
     bool b;

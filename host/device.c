@@ -183,7 +183,7 @@ fg_status fg_stream_create(fg_device *dev, fg_stream **out) {
   return FG_OK;
 }
 
-void fg_stream_destroy(fg_stream *s) {
+void fg_stream_free(fg_stream *s) {
   if (!s) return;
   s->dev->be->stream_destroy(s->dev, s->impl);
   free(s);
@@ -208,7 +208,7 @@ fg_status fg_event_create(fg_device *dev, fg_event **out) {
   return FG_OK;
 }
 
-void fg_event_destroy(fg_event *e) {
+void fg_event_free(fg_event *e) {
   if (!e) return;
   e->dev->be->event_destroy(e->dev, e->impl);
   free(e);

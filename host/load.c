@@ -56,10 +56,10 @@ fg_dtype fg_load_target_dtype(fg_load_dtype p, fg_dtype stored) {
   bool quant = tr && tr->is_quant;
   bool cvt = stored == FG_F32 || fg_load_is_half(stored);
   switch (p) {
-  case FG_LOAD_F32: return (quant || cvt) ? FG_F32 : stored;
-  case FG_LOAD_BF16: return cvt ? FG_BF16 : stored;
-  case FG_LOAD_F16: return cvt ? FG_F16 : stored;
-  case FG_LOAD_DEQUANT: return quant ? FG_F32 : stored;
+  case FG_LOAD_DTYPE_F32: return (quant || cvt) ? FG_F32 : stored;
+  case FG_LOAD_DTYPE_BF16: return cvt ? FG_BF16 : stored;
+  case FG_LOAD_DTYPE_F16: return cvt ? FG_F16 : stored;
+  case FG_LOAD_DTYPE_DEQUANT: return quant ? FG_F32 : stored;
   default: return stored;
   }
 }
@@ -126,8 +126,8 @@ fg_device *fg_model_device(const fg_model *m) { return m ? m->dev : NULL; }
 const char *fg_model_path(const fg_model *m) { return m ? m->path : ""; }
 const char *fg_model_format(const fg_model *m) { return m ? m->format : ""; }
 const fg_load_stats *fg_model_stats(const fg_model *m) { return m ? &m->stats : NULL; }
-uint32_t fg_model_file_count(const fg_model *m) { return m ? m->nfiles : 0; }
-const char *fg_model_file_path(const fg_model *m, uint32_t i) { return m && i < m->nfiles ? m->files[i] : NULL; }
+size_t fg_model_file_count(const fg_model *m) { return m ? m->nfiles : 0; }
+const char *fg_model_file_path(const fg_model *m, size_t i) { return m && i < m->nfiles ? m->files[i] : NULL; }
 
 static fg_status copy_file_paths(fg_model *m, const fg_source *src) {
   uint32_t n = fg_source_file_count(src);
@@ -222,7 +222,7 @@ static fg_status plan_tensor(const fg_source *src, fg_device *dev, const fg_src_
   fg_dtype od = fg_load_target_dtype(policy, t->dtype);
   *out_dtype = od;
   if (od == t->dtype) {
-    *how = (cpu_direct && !(flags & FG_LOAD_COPY)) ? FG_HOW_BORROW : FG_HOW_COPY;
+    *how = (cpu_direct && !(flags & FG_LOAD_FLAG_COPY)) ? FG_HOW_BORROW : FG_HOW_COPY;
     *out_bytes = t->nbytes;
     return FG_OK;
   }
@@ -377,7 +377,7 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   fg_load_options defaults;
   fg_load_options_init(&defaults);
   const fg_load_options *o = opt ? opt : &defaults;
-  if ((unsigned)o->dtype > FG_LOAD_DEQUANT)
+  if ((unsigned)o->dtype > FG_LOAD_DTYPE_DEQUANT)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: dtype policy %d out of range", (int)o->dtype);
   /* Ring sizes are checked whatever the target, so that a bad option fails the same way on
    * every machine. */
@@ -389,7 +389,7 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: the ring belongs to %s, the load targets %s",
                    fg_device_spec(o->ring->dev), fg_device_spec(dev));
   double t0 = fg_load_now();
-  bool staged = fg_device_kind_of(dev) != FG_DEVICE_CPU || (o->flags & FG_LOAD_STAGED);
+  bool staged = fg_device_kind_of(dev) != FG_DEVICE_CPU || (o->flags & FG_LOAD_FLAG_STAGED);
 
   fg_source *src = NULL;
   fg_model *m = NULL;

@@ -1,5 +1,5 @@
 /* The CPU target without staging. Kept tensors are borrowed from the mapping (their pages
- * populated unless FG_LOAD_LAZY); copied, converted and dequantized tensors are produced in
+ * populated unless FG_LOAD_FLAG_LAZY); copied, converted and dequantized tensors are produced in
  * chunks, with every thread, while the next chunks are read ahead.
  *
  * Every chunk is read from the mapping after populating it (MADV_POPULATE_READ: a truncated
@@ -33,7 +33,7 @@ typedef struct prefetcher {
 static void prefetch_to(fg_load_ctx *c, prefetcher *p, uint64_t upto) {
   while (p->issued < upto && p->item < c->nitems) {
     const fg_src_tensor *t = c->items[p->item].src;
-    bool lazy = c->items[p->item].how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_LAZY);
+    bool lazy = c->items[p->item].how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
     uint64_t step = t->nbytes - p->off < FG_CPU_CHUNK ? t->nbytes - p->off : FG_CPU_CHUNK;
     if (step && !lazy) fg_source_prefetch_fd(c->src, t, p->off, step);
     p->issued += step;
@@ -153,7 +153,7 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
   fg_model_tensor *mt = it->out;
   const uint8_t *base = fg_source_data(c->src, t);
   uint64_t unit, step = chunk_step(it, &unit);
-  bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_LAZY);
+  bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
   for (uint64_t off = 0; off < t->nbytes; off += step) {
     uint64_t len = t->nbytes - off < step ? t->nbytes - off : step;
     prefetch_to(c, pf, c->bytes_done + len + FG_CPU_AHEAD);
@@ -210,7 +210,7 @@ fg_status fg_load_run_cpu(fg_load_ctx *c) {
     if (it->how == FG_HOW_CONVERT && fg_load_is_half(it->out->dtype) && fg_load_is_half(it->src->dtype))
       need_tmp = true;
     uint64_t unit, step = chunk_step(it, &unit);
-    if (!(it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_LAZY)) && it->src->nbytes) {
+    if (!(it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY)) && it->src->nbytes) {
       uint64_t need = step < it->src->nbytes ? step : it->src->nbytes;
       if (need > w.bounce_bytes) w.bounce_bytes = (size_t)need;
     }

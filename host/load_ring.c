@@ -53,10 +53,10 @@ void fg_load_ring_free(fg_load_ring *r) {
   /* Nothing may still be copying out of a buffer that is about to be unpinned. */
   if (r->stream) (void)fg_stream_sync(r->stream);
   for (uint32_t i = 0; i < r->count; i++) {
-    if (r->ev && r->ev[i]) fg_event_destroy(r->ev[i]);
+    if (r->ev && r->ev[i]) fg_event_free(r->ev[i]);
     if (r->buf && r->buf[i]) fg_host_free_pinned(r->dev, r->buf[i]);
   }
-  fg_stream_destroy(r->stream);
+  fg_stream_free(r->stream);
   free(r->buf);
   free(r->ev);
   free(r);

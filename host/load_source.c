@@ -336,7 +336,7 @@ void fg_source_prefetch_fd(const fg_source *s, const fg_src_tensor *t, uint64_t 
 
 void fg_source_release_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len) {
   if (!clamp(t, off, &len)) return;
-  fg_mapping_release_pages(s->files[t->file].map, t->offset + off, len);
+  fg_mapping_evict(s->files[t->file].map, t->offset + off, len);
 }
 
 void fg_source_set_random(const fg_source *s, bool random) {

@@ -146,6 +146,6 @@ void fg_mapping_prefetch(const fg_mapping *m, uint64_t off, uint64_t len) {
   fg_mapping_advise(m, off, len, MADV_WILLNEED);
 }
 
-void fg_mapping_release_pages(const fg_mapping *m, uint64_t off, uint64_t len) {
+void fg_mapping_evict(const fg_mapping *m, uint64_t off, uint64_t len) {
   fg_mapping_advise(m, off, len, MADV_DONTNEED);
 }

@@ -232,7 +232,7 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
   r->gbs = best;
   if (fg_device_kind_of(dev) != FG_DEVICE_CPU) r->limit = fg_cli_h2d_gbs(dev);
 
-  o.dtype = FG_LOAD_F32;
+  o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *lm;
   if (fg_load(r->path, dev, &o, &lm)) return 1;
   double se = 0;

@@ -40,7 +40,7 @@ typedef struct run_ctx {
   size_t last_done;
 } run_ctx;
 
-static bool on_progress(void *user, const fg_export_progress *p) {
+static bool on_progress(const fg_export_progress *p, void *user) {
   run_ctx *c = user;
   const char *finished = NULL;
   char detail[96] = "";
@@ -57,7 +57,7 @@ static bool on_progress(void *user, const fg_export_progress *p) {
 
 static void print_shape(char *buf, size_t cap, const fg_export_tensor *t) {
   size_t n = (size_t)snprintf(buf, cap, "[");
-  for (uint32_t d = 0; d < t->ndim && n < cap; d++)
+  for (int d = 0; d < t->ndim && n < cap; d++)
     n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
   if (n < cap) snprintf(buf + n, cap - n, "]");
 }
@@ -80,7 +80,7 @@ static void print_plan(const fg_export_plan *p) {
     snprintf(dt, sizeof dt, "%s -> %s", fg_dtype_name(t->src_dtype), fg_dtype_name(t->dst_dtype));
     printf("%-*s  %-*s  %-18s  %12" PRIu64 " -> %-12" PRIu64 "  %s", (int)wname, t->name, (int)wshape, shape, dt,
            t->src_bytes, t->dst_bytes, fg_export_action_name(t->action));
-    if (t->action == FG_EXPORT_COPY) printf(" (%s)", fg_export_why_name(t->why));
+    if (t->action == FG_EXPORT_ACTION_COPY) printf(" (%s)", fg_export_why_name(t->why));
     printf("\n");
   }
 }

@@ -229,7 +229,7 @@ static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
     const fg_gguf_file *f = c->gguf;
     printf("%s: GGUF v%u, alignment %u, %llu metadata keys, %zu tensors", path, fg_gguf_version(f),
            fg_gguf_alignment(f), (unsigned long long)fg_gguf_kv_count(f), nt);
-    if (fg_gguf_part_count(f) > 1) printf(", %u parts", fg_gguf_part_count(f));
+    if (fg_gguf_part_count(f) > 1) printf(", %zu parts", fg_gguf_part_count(f));
     printf("\nmetadata:\n");
     for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
       fg_gguf_str k = fg_gguf_kv_key(f, i);

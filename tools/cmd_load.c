@@ -202,7 +202,7 @@ int fg_cmd_load(int argc, char **argv) {
   }
   o.ring_count = a.ring_count;
   o.ring_bytes = a.ring_bytes;
-  if (a.lazy) o.flags |= FG_LOAD_LAZY;
+  if (a.lazy) o.flags |= FG_LOAD_FLAG_LAZY;
 
   fg_device *dev = NULL;
   fg_model *m = NULL;
@@ -226,7 +226,7 @@ int fg_cmd_load(int argc, char **argv) {
     fprintf(stderr, "forgia load: %s\n", fg_last_error());
     goto out;
   }
-  printf("source: %s (%s, %u file%s)\n", a.path, fg_model_format(m), fg_model_file_count(m),
+  printf("source: %s (%s, %zu file%s)\n", a.path, fg_model_format(m), fg_model_file_count(m),
          fg_model_file_count(m) == 1 ? "" : "s");
   if (a.list)
     for (size_t i = 0; i < fg_model_count(m); i++) {

@@ -72,12 +72,12 @@ void fg_host_free_pinned(fg_device *dev, void *ptr);
 
 /* Streams and events. */
 fg_status fg_stream_create(fg_device *dev, fg_stream **out);
-void fg_stream_destroy(fg_stream *s);
+void fg_stream_free(fg_stream *s);
 fg_status fg_stream_sync(fg_stream *s);
 fg_status fg_device_copy_async(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind,
                                fg_stream *s);
 fg_status fg_event_create(fg_device *dev, fg_event **out);
-void fg_event_destroy(fg_event *e);
+void fg_event_free(fg_event *e);
 fg_status fg_event_record(fg_event *e, fg_stream *s);
 fg_status fg_event_sync(fg_event *e);
 /* FG_OK when complete; *done says whether the work before the record has finished. */

@@ -59,14 +59,14 @@ bool fg_export_source_is_gguf(const fg_export_source *s);
 /* ---- targets --------------------------------------------------------------------------- */
 
 typedef enum fg_export_mode {
-  FG_EXPORT_UNSET = 0,   /* global: same as VERBATIM; experts: follow the global target */
-  FG_EXPORT_VERBATIM,    /* keep the stored type */
-  FG_EXPORT_DTYPE,       /* transcode eligible tensors to .dtype */
+  FG_EXPORT_MODE_UNSET = 0,   /* global: same as VERBATIM; experts: follow the global target */
+  FG_EXPORT_MODE_VERBATIM,    /* keep the stored type */
+  FG_EXPORT_MODE_DTYPE,       /* transcode eligible tensors to .dtype */
 } fg_export_mode;
 
 typedef struct fg_export_target {
   fg_export_mode mode;
-  fg_dtype dtype;        /* with FG_EXPORT_DTYPE */
+  fg_dtype dtype;        /* with FG_EXPORT_MODE_DTYPE */
 } fg_export_target;
 
 /* "verbatim", or one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K
@@ -88,13 +88,13 @@ typedef struct fg_export_options {
 /* ---- plan ------------------------------------------------------------------------------ */
 
 typedef enum fg_export_action {
-  FG_EXPORT_COPY = 0,        /* bytes copied unchanged */
-  FG_EXPORT_CONVERT,         /* float source encoded to the target */
-  FG_EXPORT_DEQUANT,         /* block source decoded to a float target */
-  FG_EXPORT_REQUANT,         /* block expert source decoded and encoded again */
+  FG_EXPORT_ACTION_COPY = 0,        /* bytes copied unchanged */
+  FG_EXPORT_ACTION_CONVERT,         /* float source encoded to the target */
+  FG_EXPORT_ACTION_DEQUANT,         /* block source decoded to a float target */
+  FG_EXPORT_ACTION_REQUANT,         /* block expert source decoded and encoded again */
 } fg_export_action;
 
-/* Why a tensor is copied (FG_EXPORT_COPY) or, for the others, FG_EXPORT_WHY_TARGET. */
+/* Why a tensor is copied (FG_EXPORT_ACTION_COPY) or, for the others, FG_EXPORT_WHY_TARGET. */
 typedef enum fg_export_why {
   FG_EXPORT_WHY_TARGET = 0,  /* a target applies */
   FG_EXPORT_WHY_VERBATIM,    /* no target for this tensor */
@@ -112,7 +112,7 @@ const char *fg_export_why_name(fg_export_why w);
 
 typedef struct fg_export_tensor {
   const char *name;          /* borrowed from the source, NUL-terminated */
-  uint32_t ndim;             /* 1..4 */
+  int ndim;                  /* 1..4 */
   uint64_t ne[4];            /* GGUF order, innermost first; past ndim 1 */
   uint64_t shape[4];         /* row-major, outermost first; past ndim 0 */
   fg_dtype src_dtype, dst_dtype;
@@ -150,7 +150,7 @@ typedef struct fg_export_progress {
 
 /* Called after every chunk written and after every tensor (from the calling thread).
  * Returning false cancels the run (FG_ERR_STATE, no output left behind). */
-typedef bool (*fg_export_progress_fn)(void *user, const fg_export_progress *p);
+typedef bool (*fg_export_progress_fn)(const fg_export_progress *p, void *user);
 
 /* Writes the planned output to out_path (temporary file + rename). One chunk of one
  * tensor is decoded/encoded at a time and source pages are released behind the cursor.

@@ -105,14 +105,14 @@ typedef struct fg_gguf_tensor {
   char name[FG_GGUF_MAX_NAME]; /* NUL-terminated copy of the wire name */
   uint32_t name_len;
   fg_dtype dtype;              /* equals the ggml wire code */
-  uint32_t ndim;               /* n_dims as in the file, 1..4 */
+  int ndim;                    /* n_dims as in the file, 1..4 */
   uint64_t ne[4];              /* GGUF order: ne[0] is the innermost (row) dimension;
                                   dims past ndim are 1 */
   uint64_t shape[4];           /* row-major, outermost first: shape[i] = ne[ndim-1-i];
                                   entries past ndim are 0 */
   uint64_t offset;             /* from the start of its part's data section */
   uint64_t nbytes;             /* exact byte size, without padding */
-  uint32_t part;               /* split part holding the tensor, 0-based (0 when not split) */
+  size_t part;                 /* split part holding the tensor, 0-based (0 when not split) */
   const uint8_t *data;         /* borrowed; NULL when nbytes is 0 */
 } fg_gguf_tensor;
 
@@ -144,36 +144,36 @@ bool fg_gguf_split_name(const char *path, uint32_t *part_no, uint32_t *part_coun
 uint32_t fg_gguf_version(const fg_gguf_file *f);     /* 2 or 3 (part 1 for a split) */
 uint32_t fg_gguf_alignment(const fg_gguf_file *f);   /* general.alignment or 32 (part 1) */
 const char *fg_gguf_path(const fg_gguf_file *f);     /* part 1's path, "<memory>" for bytes */
-uint32_t fg_gguf_part_count(const fg_gguf_file *f);  /* 1 unless opened as a split */
+size_t fg_gguf_part_count(const fg_gguf_file *f);  /* 1 unless opened as a split */
 /* Absolute offset of a part's data section: pad(end of tensor infos, alignment). */
-uint64_t fg_gguf_data_offset(const fg_gguf_file *f, uint32_t part);
+uint64_t fg_gguf_data_offset(const fg_gguf_file *f, size_t part);
 /* The part's mapping, borrowed (valid until close). NULL when part is out of range. */
-const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, uint32_t part);
+const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, size_t part);
 /* A new reference to the part's mapping: borrowed pointers into that part (tensor data,
  * strings) stay valid after fg_gguf_close until fg_mapping_release. NULL when out of range. */
-fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, uint32_t part);
+fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, size_t part);
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-uint64_t fg_gguf_kv_count(const fg_gguf_file *f);
+size_t fg_gguf_kv_count(const fg_gguf_file *f);
 /* Index of a key (O(1) hash lookup), or -1 when absent. key_n takes a length. */
-int64_t fg_gguf_find_key(const fg_gguf_file *f, const char *key);
-int64_t fg_gguf_find_key_n(const fg_gguf_file *f, const char *key, size_t len);
+int64_t fg_gguf_key_index(const fg_gguf_file *f, const char *key);
+int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_t len);
 
 /* Accessors by index; i must be < fg_gguf_kv_count (out-of-range: empty string, -1 type). */
-fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, uint64_t i);
-fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, uint64_t i);   /* wire type */
+fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, size_t i);
+fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, size_t i);   /* wire type */
 /* Typed values: FG_ERR_TYPE when the wire type does not fit (as for the array getters),
  * FG_ERR_RANGE when i is out of range. _str and _array borrow from the file. */
-fg_status fg_gguf_kv_int(const fg_gguf_file *f, uint64_t i, int64_t *out);
-fg_status fg_gguf_kv_float(const fg_gguf_file *f, uint64_t i, double *out);
-fg_status fg_gguf_kv_bool(const fg_gguf_file *f, uint64_t i, bool *out);
-fg_status fg_gguf_kv_str(const fg_gguf_file *f, uint64_t i, fg_gguf_str *out);
-fg_status fg_gguf_kv_array(const fg_gguf_file *f, uint64_t i, fg_gguf_array *out);
+fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out);
+fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out);
+fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out);
+fg_status fg_gguf_kv_str(const fg_gguf_file *f, size_t i, fg_gguf_str *out);
+fg_status fg_gguf_kv_array(const fg_gguf_file *f, size_t i, fg_gguf_array *out);
 /* The KV exactly as on the wire (key length, key, type code, value), borrowed. */
-fg_status fg_gguf_kv_raw(const fg_gguf_file *f, uint64_t i, const uint8_t **bytes, uint64_t *len);
+fg_status fg_gguf_kv_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
 /* The value part alone (after the type code; for arrays after element type and count). */
-fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, uint64_t i, const uint8_t **bytes, uint64_t *len);
+fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
 
 /* The same getters by key: FG_ERR_NOT_FOUND when absent, FG_ERR_TYPE on a type mismatch. */
 fg_status fg_gguf_get_int(const fg_gguf_file *f, const char *key, int64_t *out);
@@ -184,9 +184,9 @@ fg_status fg_gguf_get_array(const fg_gguf_file *f, const char *key, fg_gguf_arra
 
 /* ---- tensor directory ------------------------------------------------------------------ */
 
-uint64_t fg_gguf_tensor_count(const fg_gguf_file *f);
+size_t fg_gguf_tensor_count(const fg_gguf_file *f);
 /* i-th tensor in file order (part order for splits); NULL when out of range. */
-const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, uint64_t i);
+const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, size_t i);
 /* O(1) lookup; NULL when absent. */
 const fg_gguf_tensor *fg_gguf_find_tensor(const fg_gguf_file *f, const char *name);
 const fg_gguf_tensor *fg_gguf_find_tensor_n(const fg_gguf_file *f, const char *name, size_t len);
@@ -198,7 +198,7 @@ uint64_t fg_gguf_tensor_numel(const fg_gguf_tensor *t);
 /* Paging hints for a tensor's bytes (madvise WILLNEED / DONTNEED on mmapped files, no-ops
  * otherwise). Release only what you are done reading: a later touch re-reads from disk. */
 void fg_gguf_tensor_prefetch(const fg_gguf_file *f, const fg_gguf_tensor *t);
-void fg_gguf_tensor_release(const fg_gguf_file *f, const fg_gguf_tensor *t);
+void fg_gguf_tensor_evict(const fg_gguf_file *f, const fg_gguf_tensor *t);
 
 /* ---- writer ---------------------------------------------------------------------------- */
 
@@ -239,18 +239,18 @@ fg_status fg_gguf_writer_copy_all_kv(fg_gguf_writer *w, const fg_gguf_file *from
                                      const char *const *skip, size_t n_skip);
 /* Removes a key; FG_ERR_NOT_FOUND when absent. */
 fg_status fg_gguf_writer_remove_kv(fg_gguf_writer *w, const char *key);
-uint64_t fg_gguf_writer_kv_count(const fg_gguf_writer *w);
+size_t fg_gguf_writer_kv_count(const fg_gguf_writer *w);
 
 /* Tensors, in output order. ne is GGUF order (innermost first), ndim 1..4, written as
  * given (trailing 1s are kept). The name (1..63 bytes, unique) is copied. add_tensor
  * borrows data (nbytes must equal the size of ne x dtype) until the file is written;
  * declare_tensor records the tensor without data, to be streamed. */
 fg_status fg_gguf_writer_add_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
-                                    uint32_t ndim, const uint64_t *ne,
+                                    int ndim, const uint64_t *ne,
                                     const void *data, uint64_t nbytes);
 fg_status fg_gguf_writer_declare_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
-                                        uint32_t ndim, const uint64_t *ne);
-uint64_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w);
+                                        int ndim, const uint64_t *ne);
+size_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w);
 
 /* One-pass output: every tensor must have data (FG_ERR_STATE otherwise). The writer stays
  * usable; both may be called repeatedly. finish_mem returns a malloc'd buffer (free()). */

@@ -2,7 +2,7 @@
  *
  *   fg_load_options o;
  *   fg_load_options_init(&o);
- *   o.dtype = FG_LOAD_F32;                        // widen f16/bf16, dequantize blocks
+ *   o.dtype = FG_LOAD_DTYPE_F32;                        // widen f16/bf16, dequantize blocks
  *   fg_model *m;
  *   if (fg_load("model.gguf", dev, &o, &m)) { fprintf(stderr, "%s\n", fg_last_error()); ... }
  *   const fg_model_tensor *w = fg_model_find(m, "blk.0.attn_q.weight");
@@ -16,7 +16,7 @@
  * refused with FG_ERR_BAD_MAGIC when it is not.
  *
  * What a load does, by target:
- *   GPU (and any target with FG_LOAD_STAGED): the files stay memory-mapped for the parsers,
+ *   GPU (and any target with FG_LOAD_FLAG_STAGED): the files stay memory-mapped for the parsers,
  *     but tensor bytes are read with pread(2) into a ring of pinned buffers by a staging
  *     thread, while the calling thread queues each filled buffer's copy to the device on a
  *     copy stream (then the conversion there, with fg_convert) and records an event that
@@ -31,7 +31,7 @@
  *     machine that is a no-op, said once on stderr when FORGIA_VERBOSE=1.
  *   CPU: a tensor kept in its stored dtype is borrowed from the mapping (zero copy; the model
  *     holds the mapping until fg_model_free); its pages are populated during the load
- *     (MADV_POPULATE_READ) unless FG_LOAD_LAZY. A converted tensor is converted in parallel
+ *     (MADV_POPULATE_READ) unless FG_LOAD_FLAG_LAZY. A converted tensor is converted in parallel
  *     chunks straight from the mapping into memory the model owns; source pages are
  *     populated just before each chunk (which turns truncation into EFAULT, not SIGBUS),
  *     read ahead of it and released (MADV_DONTNEED) behind it.
@@ -69,11 +69,11 @@ extern "C" {
 /* What dtype each tensor gets on the device. Only f32, f16, bf16 and the ggml block types
  * are ever converted; integers, bool, f64 and the F8/F6/F4 kinds are always kept. */
 typedef enum fg_load_dtype {
-  FG_LOAD_KEEP = 0,    /* every tensor as stored */
-  FG_LOAD_F32 = 1,     /* f16/bf16 widened to f32; block types dequantized to f32 */
-  FG_LOAD_BF16 = 2,    /* f32 and f16 -> bf16; block types kept */
-  FG_LOAD_F16 = 3,     /* f32 and bf16 -> f16; block types kept */
-  FG_LOAD_DEQUANT = 4, /* block types dequantized to f32; float types kept */
+  FG_LOAD_DTYPE_KEEP = 0,    /* every tensor as stored */
+  FG_LOAD_DTYPE_F32 = 1,     /* f16/bf16 widened to f32; block types dequantized to f32 */
+  FG_LOAD_DTYPE_BF16 = 2,    /* f32 and f16 -> bf16; block types kept */
+  FG_LOAD_DTYPE_F16 = 3,     /* f32 and bf16 -> f16; block types kept */
+  FG_LOAD_DTYPE_DEQUANT = 4, /* block types dequantized to f32; float types kept */
 } fg_load_dtype;
 
 /* "keep", "f32", "bf16", "f16", "dequant"; FG_ERR_INVALID_ARG for anything else. */
@@ -98,7 +98,7 @@ typedef bool (*fg_load_filter_fn)(const fg_load_tensor_info *t, void *user);
 
 typedef struct fg_load_progress {
   const char *tensor;      /* the tensor being loaded (borrowed) */
-  uint64_t tensors_done, tensors_total;
+  size_t tensors_done, tensors_total;
   uint64_t bytes_done, bytes_total; /* stored bytes of the selected tensors */
   double seconds;          /* since the load began */
 } fg_load_progress;
@@ -125,9 +125,9 @@ fg_status fg_load_ring_create(fg_device *dev, uint32_t count, size_t bytes, fg_l
 void fg_load_ring_free(fg_load_ring *r); /* NULL-safe */
 
 /* Flags. */
-#define FG_LOAD_LAZY 1u    /* CPU: borrow kept tensors without populating their pages */
-#define FG_LOAD_COPY 2u    /* CPU: copy kept tensors into owned memory instead of borrowing */
-#define FG_LOAD_STAGED 4u  /* any target: go through the pinned ring and the copy stream (the
+#define FG_LOAD_FLAG_LAZY 1u    /* CPU: borrow kept tensors without populating their pages */
+#define FG_LOAD_FLAG_COPY 2u    /* CPU: copy kept tensors into owned memory instead of borrowing */
+#define FG_LOAD_FLAG_STAGED 4u  /* any target: go through the pinned ring and the copy stream (the
                               GPU path; on the CPU it exercises that path without a GPU) */
 
 typedef struct fg_load_options {
@@ -170,19 +170,19 @@ typedef struct fg_model_tensor {
    * read-only pointer into the file mapping (writing to it faults). NULL when nbytes is 0. */
   void *data;
   bool borrowed;
-  uint32_t file;           /* index of the file (split part or shard) it came from */
+  size_t file;             /* index of the file (split part or shard) it came from */
   uint64_t file_offset;    /* byte offset of its stored data in that file */
 } fg_model_tensor;
 
 typedef struct fg_load_stats {
   double seconds;            /* wall time of fg_load, ring setup included */
   double ring_seconds;       /* of which allocating and pinning a ring made for this load */
-  uint64_t tensors;          /* loaded */
-  uint64_t tensors_skipped;  /* rejected by the filter */
+  size_t tensors;            /* loaded */
+  size_t tensors_skipped;    /* rejected by the filter */
   uint64_t bytes_read;       /* stored bytes of the loaded tensors */
   uint64_t bytes_owned;      /* bytes the model owns on the device */
   uint64_t bytes_borrowed;   /* bytes borrowed from mappings (CPU) */
-  uint32_t files;            /* files of the source */
+  size_t files;              /* files of the source */
   bool staged;               /* went through the pinned ring */
   uint32_t ring_count;
   size_t ring_bytes;
@@ -208,8 +208,8 @@ fg_device *fg_model_device(const fg_model *m);
 const char *fg_model_path(const fg_model *m);    /* the path given to fg_load */
 const char *fg_model_format(const fg_model *m);  /* "gguf" or "safetensors" */
 /* The files of the source (split parts or shards), as fg_model_tensor.file numbers them. */
-uint32_t fg_model_file_count(const fg_model *m);
-const char *fg_model_file_path(const fg_model *m, uint32_t i); /* NULL when out of range */
+size_t fg_model_file_count(const fg_model *m);
+const char *fg_model_file_path(const fg_model *m, size_t i); /* NULL when out of range */
 const fg_load_stats *fg_model_stats(const fg_model *m);
 
 #ifdef __cplusplus

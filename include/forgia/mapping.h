@@ -41,7 +41,7 @@ void fg_mapping_release(fg_mapping *m);
 /* Paging hints for [off, off+len) clamped to the mapping; no-ops for read/wrapped
  * mappings. Errors are ignored: hints never fail a load. */
 void fg_mapping_prefetch(const fg_mapping *m, uint64_t off, uint64_t len);  /* MADV_WILLNEED */
-void fg_mapping_release_pages(const fg_mapping *m, uint64_t off, uint64_t len); /* MADV_DONTNEED */
+void fg_mapping_evict(const fg_mapping *m, uint64_t off, uint64_t len); /* MADV_DONTNEED */
 
 #ifdef __cplusplus
 }

@@ -63,7 +63,7 @@ inline uint64_t walk(const fg_gguf_file *f) {
   uint64_t acc = fg_gguf_version(f) + fg_gguf_alignment(f) + fg_gguf_part_count(f);
   for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
     fg_gguf_str k = fg_gguf_kv_key(f, i);
-    EXPECT_EQ(fg_gguf_find_key_n(f, k.ptr, k.len), (int64_t)i);
+    EXPECT_EQ(fg_gguf_key_index_n(f, k.ptr, k.len), (int64_t)i);
     int64_t iv;
     double dv;
     bool bv;

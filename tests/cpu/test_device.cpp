@@ -63,9 +63,9 @@ TEST(Device, CpuStreamsEventsPinned) {
   EXPECT_EQ(0, std::memcmp(dev, pin, 3 << 20));
   fg_device_free(d, dev);
   fg_host_free_pinned(d, pin);
-  fg_event_destroy(e0);
-  fg_event_destroy(e1);
-  fg_stream_destroy(s);
+  fg_event_free(e0);
+  fg_event_free(e1);
+  fg_stream_free(s);
   fg_device_close(d);
 }
 

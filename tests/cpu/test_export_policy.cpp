@@ -57,7 +57,7 @@ TEST_F(ExportPolicy, VerbatimKeepsEverything) {
   EXPECT_EQ(r.changed, 0u);
   EXPECT_FALSE(r.has_ftype);
   for (auto &kv : r.t) {
-    EXPECT_EQ(kv.second.action, FG_EXPORT_COPY) << kv.first;
+    EXPECT_EQ(kv.second.action, FG_EXPORT_ACTION_COPY) << kv.first;
     EXPECT_EQ(kv.second.why, FG_EXPORT_WHY_VERBATIM) << kv.first;
     EXPECT_EQ(kv.second.src_bytes, kv.second.dst_bytes);
   }
@@ -72,7 +72,7 @@ TEST_F(ExportPolicy, Q8_0OnlyMatrixWeights) {
   EXPECT_TRUE(r.has_ftype);
   EXPECT_EQ(r.ftype, 7u);  // LLAMA_FTYPE_MOSTLY_Q8_0
   EXPECT_EQ(r.t["token_embd.weight"].dst_dtype, FG_Q8_0);
-  EXPECT_EQ(r.t["token_embd.weight"].action, FG_EXPORT_CONVERT);
+  EXPECT_EQ(r.t["token_embd.weight"].action, FG_EXPORT_ACTION_CONVERT);
   EXPECT_EQ(r.t["token_embd.weight"].dst_bytes, 16u * 256 / 32 * 34);
   EXPECT_EQ(r.t["token_embd.weight"].src_bytes, 16u * 256 * 2);
   EXPECT_EQ(r.t["blk.0.attn_q.weight"].dst_dtype, FG_Q8_0);
@@ -87,7 +87,7 @@ TEST_F(ExportPolicy, Q8_0OnlyMatrixWeights) {
   EXPECT_EQ(r.t["blk.0.ids.weight"].why, FG_EXPORT_WHY_SOURCE);
   for (const char *kept : {"blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "blk.0.attn_q.bias",
                            "blk.0.odder.weight", "blk.0.ids.weight"}) {
-    EXPECT_EQ(r.t[kept].action, FG_EXPORT_COPY) << kept;
+    EXPECT_EQ(r.t[kept].action, FG_EXPORT_ACTION_COPY) << kept;
     EXPECT_EQ(r.t[kept].dst_dtype, r.t[kept].src_dtype) << kept;
     EXPECT_EQ(r.t[kept].dst_bytes, r.t[kept].src_bytes) << kept;
   }
@@ -107,7 +107,7 @@ TEST_F(ExportPolicy, SameTypeIsACopy) {
   Planned r = plan(path, fgx::opts("f16"));
   ASSERT_EQ(r.status, FG_OK) << r.error;
   EXPECT_EQ(r.t["token_embd.weight"].why, FG_EXPORT_WHY_SAME);
-  EXPECT_EQ(r.t["token_embd.weight"].action, FG_EXPORT_COPY);
+  EXPECT_EQ(r.t["token_embd.weight"].action, FG_EXPORT_ACTION_COPY);
   EXPECT_EQ(r.t["blk.0.attn_q.weight"].dst_dtype, FG_F16);
   EXPECT_EQ(r.t["blk.0.odder.weight"].dst_dtype, FG_F16);  // scalar targets fit any row
   EXPECT_EQ(r.ftype, 1u);
@@ -159,9 +159,9 @@ TEST_F(ExportQuantSource, ExpertsMayRequantize) {
   // quantized expert, so it is kept verbatim here and the dense quantized tensor stays.
   Planned r = plan(path, fgx::opts("verbatim", "q8_0"));
   ASSERT_EQ(r.status, FG_OK) << r.error;
-  EXPECT_EQ(r.t["blk.0.ffn_gate_exps.weight"].action, FG_EXPORT_REQUANT);
+  EXPECT_EQ(r.t["blk.0.ffn_gate_exps.weight"].action, FG_EXPORT_ACTION_REQUANT);
   EXPECT_EQ(r.t["blk.0.ffn_gate_exps.weight"].dst_dtype, FG_Q8_0);
-  EXPECT_EQ(r.t["blk.0.attn_k.weight"].action, FG_EXPORT_COPY);
+  EXPECT_EQ(r.t["blk.0.attn_k.weight"].action, FG_EXPORT_ACTION_COPY);
 
   // A global quantized target still refuses the dense quantized tensor.
   Planned g = plan(path, fgx::opts("q8_0", "q8_0"));
@@ -172,7 +172,7 @@ TEST_F(ExportQuantSource, ExpertsMayRequantize) {
 TEST_F(ExportQuantSource, FloatTargetDequantizesAndSameTypeCopies) {
   Planned r = plan(path, fgx::opts("f32"));
   ASSERT_EQ(r.status, FG_OK) << r.error;
-  EXPECT_EQ(r.t["blk.0.attn_k.weight"].action, FG_EXPORT_DEQUANT);
+  EXPECT_EQ(r.t["blk.0.attn_k.weight"].action, FG_EXPORT_ACTION_DEQUANT);
   EXPECT_EQ(r.t["blk.0.attn_k.weight"].dst_bytes, 8u * 256 * 4);
   Planned s = plan(path, fgx::opts("q4_0", "verbatim"));
   ASSERT_EQ(s.status, FG_OK) << s.error;
@@ -202,14 +202,14 @@ TEST(ExportTargets, ParseAndFileTypes) {
       continue;
     }
     ASSERT_EQ(fg_export_target_parse(c.name, &t), FG_OK) << c.name << ": " << fg_last_error();
-    EXPECT_EQ(t.mode, FG_EXPORT_DTYPE);
+    EXPECT_EQ(t.mode, FG_EXPORT_MODE_DTYPE);
     EXPECT_EQ(t.dtype, c.t) << c.name;
   }
   fg_export_target t{};
   ASSERT_EQ(fg_export_target_parse("Q4_k", &t), FG_OK);  // case-insensitive, as users type it
   EXPECT_EQ(t.dtype, FG_Q4_K);
   ASSERT_EQ(fg_export_target_parse("verbatim", &t), FG_OK);
-  EXPECT_EQ(t.mode, FG_EXPORT_VERBATIM);
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_VERBATIM);
   EXPECT_EQ(fg_export_target_parse("q8_1", &t), FG_ERR_UNSUPPORTED);  // no llama.cpp file type
   EXPECT_EQ(fg_export_target_parse("iq2_xxs", &t), FG_ERR_UNSUPPORTED);
   EXPECT_EQ(fg_export_target_parse("nonsense", &t), FG_ERR_UNSUPPORTED);

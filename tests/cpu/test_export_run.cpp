@@ -110,7 +110,7 @@ TEST_F(ExportRun, MetadataVerbatimAndFileTypeInPlace) {
     if (a.key(i) == "general.file_type") continue;
     EXPECT_TRUE(a.raw(i) == b.raw(i)) << a.key(i);
   }
-  int64_t ft = fg_gguf_find_key(b.f, "general.file_type");
+  int64_t ft = fg_gguf_key_index(b.f, "general.file_type");
   ASSERT_EQ(ft, 1);  // same position as in the source
   EXPECT_EQ(fg_gguf_kv_type(b.f, (uint64_t)ft), FG_GGUF_UINT32);
   int64_t v = 0;
@@ -182,7 +182,7 @@ TEST_F(ExportRun, CancelFromProgressLeavesNoFile) {
   ASSERT_EQ(fg_export_plan_create(s, &o, &p), FG_OK);
   auto before = fgx::list_dir(dir.path);
   size_t calls = 0;
-  auto cb = [](void *u, const fg_export_progress *pr) {
+  auto cb = [](const fg_export_progress *pr, void *u) {
     size_t *c = static_cast<size_t *>(u);
     ++*c;
     return pr->tensors_done < 3;
@@ -194,7 +194,7 @@ TEST_F(ExportRun, CancelFromProgressLeavesNoFile) {
   struct Last {
     fg_export_progress p;
   } last{};
-  auto cb2 = [](void *u, const fg_export_progress *pr) {
+  auto cb2 = [](const fg_export_progress *pr, void *u) {
     static_cast<Last *>(u)->p = *pr;
     return true;
   };
@@ -241,9 +241,9 @@ TEST(ExportSplit, PartsMergedAndSplitKeysDropped) {
   ASSERT_EQ(fgx::export_file(p1, true, fgx::opts("q8_0"), out), FG_OK) << fg_last_error();
   Gguf g(out);
   EXPECT_EQ(fg_gguf_tensor_count(g.f), 2u);
-  EXPECT_LT(fg_gguf_find_key(g.f, "split.no"), 0);
-  EXPECT_LT(fg_gguf_find_key(g.f, "split.count"), 0);
-  EXPECT_LT(fg_gguf_find_key(g.f, "split.tensors.count"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "split.no"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "split.count"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "split.tensors.count"), 0);
   EXPECT_EQ(g.key(0), "general.architecture");
   EXPECT_EQ(g.key(1), "llama.block_count");
   EXPECT_TRUE(g.data("output.weight") == fgx::transcode(b[0], FG_Q8_0));
@@ -266,7 +266,7 @@ TEST(ExportSafetensors, ConfigCarriedAndTensorsTranscoded) {
   ASSERT_EQ(fgx::export_file(dir.path, false, fgx::opts("q8_0"), out), FG_OK) << fg_last_error();
   Gguf g(out);
   auto type_of = [&](const char *k) {
-    int64_t i = fg_gguf_find_key(g.f, k);
+    int64_t i = fg_gguf_key_index(g.f, k);
     return i < 0 ? (fg_gguf_type)-1 : fg_gguf_kv_type(g.f, (uint64_t)i);
   };
   int64_t iv;
@@ -301,9 +301,9 @@ TEST(ExportSafetensors, ConfigCarriedAndTensorsTranscoded) {
   EXPECT_EQ(arr.elem_type, FG_GGUF_BOOL);
   EXPECT_EQ(fg_gguf_get_str(g.f, "safetensors.config.rope_scaling.type", &sv), FG_OK);
   EXPECT_EQ(type_of("safetensors.config.rope_scaling.factor"), FG_GGUF_INT32);
-  EXPECT_LT(fg_gguf_find_key(g.f, "safetensors.config.none"), 0);
-  EXPECT_LT(fg_gguf_find_key(g.f, "safetensors.config.empty"), 0);
-  EXPECT_LT(fg_gguf_find_key(g.f, "safetensors.config.nested"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "safetensors.config.none"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "safetensors.config.empty"), 0);
+  EXPECT_LT(fg_gguf_key_index(g.f, "safetensors.config.nested"), 0);
   EXPECT_EQ(fg_gguf_get_str(g.f, "safetensors.metadata.format", &sv), FG_OK);
   EXPECT_EQ(std::string(sv.ptr, sv.len), "pt");
   EXPECT_EQ(fg_gguf_get_int(g.f, "general.file_type", &iv), FG_OK);

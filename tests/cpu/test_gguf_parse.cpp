@@ -120,11 +120,11 @@ TEST(GgufParse, EveryMetadataType) {
   EXPECT_LT((const uint8_t *)s.ptr, bytes.data() + bytes.size());
 
   // wire types and names
-  int64_t i = fg_gguf_find_key(f, "t.i16");
+  int64_t i = fg_gguf_key_index(f, "t.i16");
   ASSERT_GE(i, 0);
   EXPECT_EQ(fg_gguf_kv_type(f, (uint64_t)i), FG_GGUF_INT16);
   EXPECT_STREQ(fg_gguf_type_name(fg_gguf_kv_type(f, (uint64_t)i)), "INT16");
-  EXPECT_EQ(fg_gguf_find_key(f, "absent"), -1);
+  EXPECT_EQ(fg_gguf_key_index(f, "absent"), -1);
   EXPECT_EQ(gg::S(fg_gguf_kv_key(f, 0)), "general.architecture");
 
   // type mismatches and missing keys
@@ -163,14 +163,14 @@ TEST(GgufParse, EveryMetadataType) {
   // raw accessors return the exact wire bytes
   const uint8_t *raw;
   uint64_t rl;
-  i = fg_gguf_find_key(f, "t.u16");
+  i = fg_gguf_key_index(f, "t.u16");
   ASSERT_EQ(fg_gguf_kv_raw(f, (uint64_t)i, &raw, &rl), FG_OK);
   Builder want;
   want.key("t.u16", FG_GGUF_UINT16).u16(65000);
   EXPECT_EQ(Bytes(raw, raw + rl), want.b);
   ASSERT_EQ(fg_gguf_kv_value_raw(f, (uint64_t)i, &raw, &rl), FG_OK);
   EXPECT_EQ(rl, 2u);
-  i = fg_gguf_find_key(f, "t.arr_str");
+  i = fg_gguf_key_index(f, "t.arr_str");
   ASSERT_EQ(fg_gguf_kv_raw(f, (uint64_t)i, &raw, &rl), FG_OK);
   Builder want2;
   want2.key("t.arr_str", FG_GGUF_ARRAY).u32(FG_GGUF_STRING).u64(3).str("a").str("").str("xyz");
@@ -222,7 +222,7 @@ TEST(GgufParse, TensorDirectory) {
     EXPECT_NE(std::string(fg_last_error()).find("missing.weight"), std::string::npos);
     // the hints are harmless on every kind of mapping
     fg_gguf_tensor_prefetch(f, fg_gguf_tensor_at(f, 0));
-    fg_gguf_tensor_release(f, fg_gguf_tensor_at(f, 0));
+    fg_gguf_tensor_evict(f, fg_gguf_tensor_at(f, 0));
   }
 }
 

@@ -96,7 +96,7 @@ TEST(GgufWrite, EveryTypeRoundTripsWithItsWireType) {
       {"u32", FG_GGUF_UINT32}, {"i32", FG_GGUF_INT32},     {"u64", FG_GGUF_UINT64},  {"i64", FG_GGUF_INT64},
       {"f32", FG_GGUF_FLOAT32}, {"f64", FG_GGUF_FLOAT64},  {"bool", FG_GGUF_BOOL},   {"str", FG_GGUF_STRING},
       {"arr_i32", FG_GGUF_ARRAY}, {"arr_str", FG_GGUF_ARRAY}};
-  for (auto &[k, t] : types) EXPECT_EQ(fg_gguf_kv_type(f, (uint64_t)fg_gguf_find_key(f, k)), t) << k;
+  for (auto &[k, t] : types) EXPECT_EQ(fg_gguf_kv_type(f, (uint64_t)fg_gguf_key_index(f, k)), t) << k;
   int64_t v;
   double d;
   bool b;
@@ -260,7 +260,7 @@ TEST(GgufWrite, CopyKvsVerbatimWithSkipList) {
     const uint8_t *r1, *r2;
     uint64_t l1, l2;
     ASSERT_EQ(fg_gguf_kv_raw(g, i, &r1, &l1), FG_OK);
-    ASSERT_EQ(fg_gguf_kv_raw(f, (uint64_t)fg_gguf_find_key(f, order[i]), &r2, &l2), FG_OK);
+    ASSERT_EQ(fg_gguf_kv_raw(f, (uint64_t)fg_gguf_key_index(f, order[i]), &r2, &l2), FG_OK);
     EXPECT_EQ(Bytes(r1, r1 + l1), Bytes(r2, r2 + l2)) << order[i];
   }
   EXPECT_EQ(fg_gguf_alignment(g), 32u);  // the alignment key was skipped

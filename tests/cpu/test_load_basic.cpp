@@ -48,11 +48,11 @@ struct Mode {
 // buffer (no overlap at all).
 const Mode kModes[] = {
     {"borrow", 0, 0, 0},
-    {"lazy", FG_LOAD_LAZY, 0, 0},
-    {"copy", FG_LOAD_COPY, 0, 0},
-    {"staged", FG_LOAD_STAGED, 3, FG_LOAD_RING_MIN_BYTES},
-    {"staged1", FG_LOAD_STAGED, 1, FG_LOAD_RING_MIN_BYTES},
-    {"staged_big", FG_LOAD_STAGED, 0, 0},
+    {"lazy", FG_LOAD_FLAG_LAZY, 0, 0},
+    {"copy", FG_LOAD_FLAG_COPY, 0, 0},
+    {"staged", FG_LOAD_FLAG_STAGED, 3, FG_LOAD_RING_MIN_BYTES},
+    {"staged1", FG_LOAD_FLAG_STAGED, 1, FG_LOAD_RING_MIN_BYTES},
+    {"staged_big", FG_LOAD_FLAG_STAGED, 0, 0},
 };
 
 class LoadCpu : public ::testing::Test {
@@ -76,10 +76,10 @@ TEST_F(LoadCpu, EverySourceKindAndModeKeepsEveryByte) {
       o.ring_bytes = md.ring_bytes;
       fg_model *m = ldt::load_ok(path, dev, &o);
       ASSERT_NE(nullptr, m);
-      ldt::expect_model(m, ts, FG_LOAD_KEEP);
+      ldt::expect_model(m, ts, FG_LOAD_DTYPE_KEEP);
       const fg_load_stats *st = fg_model_stats(m);
-      bool borrow = !(md.flags & (FG_LOAD_COPY | FG_LOAD_STAGED));
-      EXPECT_EQ(!borrow, st->staged || (md.flags & FG_LOAD_COPY));
+      bool borrow = !(md.flags & (FG_LOAD_FLAG_COPY | FG_LOAD_FLAG_STAGED));
+      EXPECT_EQ(!borrow, st->staged || (md.flags & FG_LOAD_FLAG_COPY));
       uint64_t total = 0;
       for (const auto &t : ts) total += t.bytes.size();
       EXPECT_EQ(total, st->bytes_read);
@@ -121,7 +121,7 @@ TEST_F(LoadCpu, SplitAndShardsNumberTheirFiles) {
 }
 
 TEST_F(LoadCpu, ConversionsMatchTheReferenceOnBothPaths) {
-  const fg_load_dtype policies[] = {FG_LOAD_F32, FG_LOAD_BF16, FG_LOAD_F16, FG_LOAD_DEQUANT};
+  const fg_load_dtype policies[] = {FG_LOAD_DTYPE_F32, FG_LOAD_DTYPE_BF16, FG_LOAD_DTYPE_F16, FG_LOAD_DTYPE_DEQUANT};
   for (const char *kind : {"gguf", "dir"}) {
     fgt::TempDir dir;
     std::vector<ldt::Tensor> ts;
@@ -134,7 +134,7 @@ TEST_F(LoadCpu, ConversionsMatchTheReferenceOnBothPaths) {
     for (fg_load_dtype p : policies) {
       std::vector<std::vector<uint8_t>> by_mode;
       for (const Mode &md : kModes) {
-        if (md.flags & FG_LOAD_LAZY) continue;
+        if (md.flags & FG_LOAD_FLAG_LAZY) continue;
         SCOPED_TRACE(std::string(kind) + "/" + fg_load_dtype_name(p) + "/" + md.name);
         fg_load_options o;
         fg_load_options_init(&o);
@@ -201,7 +201,7 @@ TEST_F(LoadCpu, NamesAndPredicateFilters) {
   fgt::TempDir dir;
   std::vector<ldt::Tensor> ts;
   std::string path = make_source(dir, "gguf", &ts);
-  for (unsigned flags : {0u, (unsigned)FG_LOAD_STAGED}) {
+  for (unsigned flags : {0u, (unsigned)FG_LOAD_FLAG_STAGED}) {
     // a list of names
     const char *names[] = {"blk.0.ffn_up.weight", "token_ids", "token_ids"};
     fg_load_options o;
@@ -214,7 +214,7 @@ TEST_F(LoadCpu, NamesAndPredicateFilters) {
     std::vector<ldt::Tensor> want;
     for (const auto &t : ts)
       if (t.name == "blk.0.ffn_up.weight" || t.name == "token_ids") want.push_back(t);
-    ldt::expect_model(m, want, FG_LOAD_KEEP);
+    ldt::expect_model(m, want, FG_LOAD_DTYPE_KEEP);
     EXPECT_EQ(ts.size() - 2, fg_model_stats(m)->tensors_skipped);
     fg_model_free(m);
     // a predicate, alone and together with the list
@@ -228,7 +228,7 @@ TEST_F(LoadCpu, NamesAndPredicateFilters) {
     want.clear();
     for (const auto &t : ts)
       if (t.dtype == FG_F16) want.push_back(t);
-    ldt::expect_model(m, want, FG_LOAD_KEEP);
+    ldt::expect_model(m, want, FG_LOAD_DTYPE_KEEP);
     EXPECT_EQ((int)ts.size(), calls);
     fg_model_free(m);
     const char *mixed[] = {"blk.0.attn_q.weight", "token_ids"};
@@ -256,7 +256,7 @@ TEST_F(LoadCpu, EmptySelection) {
   fgt::TempDir dir;
   std::vector<ldt::Tensor> ts;
   std::string path = make_source(dir, "st", &ts);
-  for (unsigned flags : {0u, (unsigned)FG_LOAD_STAGED}) {
+  for (unsigned flags : {0u, (unsigned)FG_LOAD_FLAG_STAGED}) {
     fg_load_options o;
     fg_load_options_init(&o);
     o.filter = reject_all;
@@ -294,7 +294,7 @@ TEST_F(LoadCpu, ProgressIsMonotonicAndEndsAtTheTotals) {
     o.flags = md.flags;
     o.ring_count = md.ring_count;
     o.ring_bytes = md.ring_bytes;
-    o.dtype = FG_LOAD_F32;
+    o.dtype = FG_LOAD_DTYPE_F32;
     o.progress = record;
     o.progress_user = &pr;
     fg_model *m = ldt::load_ok(path, dev, &o);
@@ -326,7 +326,7 @@ TEST_F(LoadCpu, CancelFromProgressFreesEverything) {
     o.flags = md.flags;
     o.ring_count = md.ring_count;
     o.ring_bytes = md.ring_bytes;
-    o.dtype = FG_LOAD_F32;
+    o.dtype = FG_LOAD_DTYPE_F32;
     o.progress = record;
     o.progress_user = &pr;
     fg_model *m = nullptr;
@@ -343,11 +343,11 @@ TEST_F(LoadCpu, ReusableRing) {
   std::string path = make_source(dir, "split", &ts);
   fg_load_ring *r = nullptr;
   ASSERT_EQ(FG_OK, fg_load_ring_create(dev, 2, 100000, &r)) << fg_last_error();
-  for (fg_load_dtype p : {FG_LOAD_KEEP, FG_LOAD_F32, FG_LOAD_BF16}) {
+  for (fg_load_dtype p : {FG_LOAD_DTYPE_KEEP, FG_LOAD_DTYPE_F32, FG_LOAD_DTYPE_BF16}) {
     fg_load_options o;
     fg_load_options_init(&o);
     o.ring = r;
-    o.flags = FG_LOAD_STAGED;
+    o.flags = FG_LOAD_FLAG_STAGED;
     o.dtype = p;
     fg_model *m = ldt::load_ok(path, dev, &o);
     ASSERT_NE(nullptr, m);
@@ -374,7 +374,7 @@ TEST_F(LoadCpu, ArgumentsAreChecked) {
   o.dtype = (fg_load_dtype)9;
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
   fg_load_options_init(&o);
-  o.flags = FG_LOAD_STAGED;
+  o.flags = FG_LOAD_FLAG_STAGED;
   o.ring_bytes = 4096;
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
   o.ring_bytes = 0;
@@ -393,15 +393,15 @@ TEST_F(LoadCpu, ArgumentsAreChecked) {
 
   fg_load_dtype p;
   EXPECT_EQ(FG_OK, fg_load_dtype_from_name("bf16", &p));
-  EXPECT_EQ(FG_LOAD_BF16, p);
+  EXPECT_EQ(FG_LOAD_DTYPE_BF16, p);
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load_dtype_from_name("f8", &p));
-  EXPECT_STREQ("dequant", fg_load_dtype_name(FG_LOAD_DEQUANT));
-  EXPECT_EQ(FG_F32, fg_load_target_dtype(FG_LOAD_F32, FG_Q4_K));
-  EXPECT_EQ(FG_Q4_K, fg_load_target_dtype(FG_LOAD_BF16, FG_Q4_K));
-  EXPECT_EQ(FG_BF16, fg_load_target_dtype(FG_LOAD_BF16, FG_F16));
-  EXPECT_EQ(FG_I32, fg_load_target_dtype(FG_LOAD_F16, FG_I32));
-  EXPECT_EQ(FG_F64, fg_load_target_dtype(FG_LOAD_F32, FG_F64));
-  EXPECT_EQ(FG_F16, fg_load_target_dtype(FG_LOAD_DEQUANT, FG_F16));
+  EXPECT_STREQ("dequant", fg_load_dtype_name(FG_LOAD_DTYPE_DEQUANT));
+  EXPECT_EQ(FG_F32, fg_load_target_dtype(FG_LOAD_DTYPE_F32, FG_Q4_K));
+  EXPECT_EQ(FG_Q4_K, fg_load_target_dtype(FG_LOAD_DTYPE_BF16, FG_Q4_K));
+  EXPECT_EQ(FG_BF16, fg_load_target_dtype(FG_LOAD_DTYPE_BF16, FG_F16));
+  EXPECT_EQ(FG_I32, fg_load_target_dtype(FG_LOAD_DTYPE_F16, FG_I32));
+  EXPECT_EQ(FG_F64, fg_load_target_dtype(FG_LOAD_DTYPE_F32, FG_F64));
+  EXPECT_EQ(FG_F16, fg_load_target_dtype(FG_LOAD_DTYPE_DEQUANT, FG_F16));
 }
 
 TEST_F(LoadCpu, BorrowedTensorsOutliveNothingButTheModel) {
@@ -413,7 +413,7 @@ TEST_F(LoadCpu, BorrowedTensorsOutliveNothingButTheModel) {
   fg_model *m = ldt::load_ok(path, dev, nullptr);
   ASSERT_NE(nullptr, m);
   ASSERT_EQ(0, unlink(path.c_str()));
-  ldt::expect_model(m, ts, FG_LOAD_KEEP);
+  ldt::expect_model(m, ts, FG_LOAD_DTYPE_KEEP);
   fg_model_free(m);
 }
 

@@ -31,10 +31,10 @@ struct Mode {
 // The three ways bytes leave the file: populated for borrowing, converted from the mapping,
 // and read into the staging ring.
 const Mode kModes[] = {
-    {"borrow", 0, FG_LOAD_KEEP},
-    {"convert", 0, FG_LOAD_BF16},
-    {"staged", FG_LOAD_STAGED, FG_LOAD_KEEP},
-    {"staged_convert", FG_LOAD_STAGED, FG_LOAD_F16},
+    {"borrow", 0, FG_LOAD_DTYPE_KEEP},
+    {"convert", 0, FG_LOAD_DTYPE_BF16},
+    {"staged", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_KEEP},
+    {"staged_convert", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_F16},
 };
 
 // Eight tensors of 1 MiB: the fault strikes after the first one.
@@ -141,10 +141,10 @@ TEST_F(LoadFaults, DeviceAllocationFailure) {
   fgt::TempDir dir;
   std::string path = huge_file(dir);
   if (path.empty()) GTEST_SKIP() << "this file system cannot hold a sparse 128 GiB file";
-  for (unsigned flags : {0u, (unsigned)FG_LOAD_STAGED}) {
+  for (unsigned flags : {0u, (unsigned)FG_LOAD_FLAG_STAGED}) {
     fg_load_options o;
     fg_load_options_init(&o);
-    o.dtype = FG_LOAD_F32;
+    o.dtype = FG_LOAD_DTYPE_F32;
     o.flags = flags;
     fg_model *m = nullptr;
     EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_load(path.c_str(), dev, &o, &m)) << fg_last_error();
@@ -188,7 +188,7 @@ TEST_F(LoadFaults, ConversionTheBuildCannotDo) {
   ldt::write_gguf(dir.file("q.gguf"), {t});
   fg_load_options o;
   fg_load_options_init(&o);
-  o.dtype = FG_LOAD_F32;
+  o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *m = nullptr;
   EXPECT_EQ(FG_ERR_UNSUPPORTED, fg_load(dir.file("q.gguf").c_str(), dev, &o, &m));
   EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("tensor q")) << fg_last_error();

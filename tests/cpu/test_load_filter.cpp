@@ -56,9 +56,9 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"borrow", 0, FG_LOAD_KEEP, true},      {"lazy", FG_LOAD_LAZY, FG_LOAD_KEEP, false},
-    {"copy", FG_LOAD_COPY, FG_LOAD_KEEP, true}, {"convert", 0, FG_LOAD_BF16, true},
-    {"staged", FG_LOAD_STAGED, FG_LOAD_KEEP, true}, {"staged_convert", FG_LOAD_STAGED, FG_LOAD_F16, true},
+    {"borrow", 0, FG_LOAD_DTYPE_KEEP, true},      {"lazy", FG_LOAD_FLAG_LAZY, FG_LOAD_DTYPE_KEEP, false},
+    {"copy", FG_LOAD_FLAG_COPY, FG_LOAD_DTYPE_KEEP, true}, {"convert", 0, FG_LOAD_DTYPE_BF16, true},
+    {"staged", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_KEEP, true}, {"staged_convert", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_F16, true},
 };
 
 void check_filtered(const std::string &path, bool gguf) {
@@ -93,7 +93,7 @@ void check_filtered(const std::string &path, bool gguf) {
     // every tensor of the file, from a second (unfiltered, lazy) view of its directory
     fg_load_options all;
     fg_load_options_init(&all);
-    all.flags = FG_LOAD_LAZY;
+    all.flags = FG_LOAD_FLAG_LAZY;
     fg_model *dir = ldt::load_ok(path, dev, &all);
     ASSERT_NE(nullptr, dir);
     size_t checked = 0;

@@ -111,9 +111,9 @@ TEST(CudaKernels, DeviceMemoryStreamsEvents) {
   EXPECT_EQ(0, std::memcmp(back.data(), pin, n));
   void *huge = nullptr;
   EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_device_alloc(d, (size_t)1 << 50, &huge));
-  fg_event_destroy(e0);
-  fg_event_destroy(e1);
-  fg_stream_destroy(s);
+  fg_event_free(e0);
+  fg_event_free(e1);
+  fg_stream_free(s);
   fg_device_free(d, dev);
   fg_host_free_pinned(d, pin);
   fg_device_close(d);

@@ -47,7 +47,7 @@ TEST_F(LoadCuda, EverySourceKindKeepsEveryByte) {
       fg_model *m = ldt::load_ok(src.path, gpu, &o);
       ASSERT_NE(nullptr, m);
       EXPECT_TRUE(fg_model_stats(m)->staged);
-      ldt::expect_model(m, *src.ts, FG_LOAD_KEEP);
+      ldt::expect_model(m, *src.ts, FG_LOAD_DTYPE_KEEP);
       fg_model_free(m);
     }
   }
@@ -59,7 +59,7 @@ TEST_F(LoadCuda, ConvertedTensorsEqualTheCpuTarget) {
   ldt::write_gguf(dir.file("m.gguf"), g);
   ldt::write_st(dir.file("m.safetensors"), s);
   for (const std::string &path : {dir.file("m.gguf"), dir.file("m.safetensors")}) {
-    for (fg_load_dtype p : {FG_LOAD_F32, FG_LOAD_BF16, FG_LOAD_F16, FG_LOAD_DEQUANT}) {
+    for (fg_load_dtype p : {FG_LOAD_DTYPE_F32, FG_LOAD_DTYPE_BF16, FG_LOAD_DTYPE_F16, FG_LOAD_DTYPE_DEQUANT}) {
       SCOPED_TRACE(path + " " + fg_load_dtype_name(p));
       fg_load_options o;
       fg_load_options_init(&o);
@@ -102,7 +102,7 @@ TEST_F(LoadCuda, AllocationFailureLeavesNoDeviceMemory) {
   ASSERT_EQ(FG_OK, fg_device_query(gpu, &before));
   fg_load_options o;
   fg_load_options_init(&o);
-  o.dtype = FG_LOAD_F32;
+  o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *m = nullptr;
   EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_load(path.c_str(), gpu, &o, &m)) << fg_last_error();
   EXPECT_EQ(nullptr, m);
@@ -119,7 +119,7 @@ TEST_F(LoadCuda, CancelMidwayFreesDeviceMemory) {
   ASSERT_EQ(FG_OK, fg_device_query(gpu, &before));
   fg_load_options o;
   fg_load_options_init(&o);
-  o.dtype = FG_LOAD_F32;
+  o.dtype = FG_LOAD_DTYPE_F32;
   int calls = 0;
   o.progress = [](const fg_load_progress *, void *u) { return ++*static_cast<int *>(u) < 5; };
   o.progress_user = &calls;
@@ -141,7 +141,7 @@ TEST_F(LoadCuda, ReusableRingOnTheNumaNodeOfTheGpu) {
   for (int i = 0; i < 3; i++) {
     fg_model *m = ldt::load_ok(dir.file("m.gguf"), gpu, &o);
     ASSERT_NE(nullptr, m);
-    ldt::expect_model(m, g, FG_LOAD_KEEP);
+    ldt::expect_model(m, g, FG_LOAD_DTYPE_KEEP);
     fg_model_free(m);
   }
   fg_model *m = nullptr;

@@ -75,7 +75,7 @@ std::string dump(const fg_gguf_file *f) {
   for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
     const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
     out += "tensor " + std::string(t->name) + " " + std::to_string((int)t->dtype) + " ";
-    for (uint32_t d = 0; d < t->ndim; d++) out += (d ? "," : "") + std::to_string(t->ne[d]);
+    for (int d = 0; d < t->ndim; d++) out += (d ? "," : "") + std::to_string(t->ne[d]);
     out += " " + std::to_string(t->nbytes) + " " + hex(t->data, t->nbytes) + "\n";
   }
   return out;

@@ -59,7 +59,7 @@ TEST(LoadRss, ConvertedLoadStaysWithinRingPlusLargestTensor) {
   uint64_t base_kb = status_kb("VmRSS:");
   fg_load_options o;
   fg_load_options_init(&o);
-  o.dtype = FG_LOAD_BF16;
+  o.dtype = FG_LOAD_DTYPE_BF16;
   fg_model *m = ldt::load_ok(path, dev, &o);
   ASSERT_NE(nullptr, m);
   uint64_t peak_kb = status_kb("VmHWM:");
