@@ -7,7 +7,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "forgia/topology.h"
-#include "host/backend.h"
+#include "device/backend.h"
 
 static fg_status cpu_query(fg_device *dev, fg_device_info *out) {
   (void)dev;

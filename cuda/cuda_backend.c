@@ -6,7 +6,7 @@
 
 #include "cuda/kernels.h"
 #include "forgia/topology.h"
-#include "host/backend.h"
+#include "device/backend.h"
 
 #define CU_FAIL(call, what)                                                                                  \
   fg_fail(FG_ERR_DEVICE, "%s: %s failed: %s", dev ? dev->spec : "cuda", what, cudaGetErrorString(call))

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "forgia/elem/bytes.h"
 #include "forgia/gguf.h"
 
 /* Smallest possible encodings, used to reject header counts that the remaining bytes
@@ -84,16 +85,6 @@ fg_status fg_gguf_tensor_nbytes(const char *what, fg_dtype dtype, uint32_t ndim,
 
 /* Power-of-two padding: round x up to a multiple of a. */
 static inline uint64_t fg_gguf_pad(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
-
-static inline uint16_t fg_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static inline uint32_t fg_rd32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-static inline uint64_t fg_rd64(const uint8_t *p) { return (uint64_t)fg_rd32(p) | ((uint64_t)fg_rd32(p + 4) << 32); }
-static inline void fg_wr32(uint8_t *p, uint32_t v) {
-  p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
-static inline void fg_wr64(uint8_t *p, uint64_t v) { fg_wr32(p, (uint32_t)v); fg_wr32(p + 4, (uint32_t)(v >> 32)); }
 
 /* Widening reads of one scalar element of a metadata type. */
 int64_t fg_gguf_scalar_int(uint32_t type, const uint8_t *p);

@@ -46,7 +46,7 @@ fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out
   if (a->elem_type != FG_GGUF_STRING || !a->str_offsets)
     return fg_fail(FG_ERR_TYPE, "array of %s read as strings", type_str(a->elem_type));
   const uint8_t *p = a->data + a->str_offsets[j];
-  out->len = fg_rd64(p);
+  out->len = fg_ld_le64(p);
   out->ptr = (const char *)(p + 8);
   return FG_OK;
 }

@@ -25,7 +25,7 @@ static fg_status need(const cursor *c, uint64_t n, const char *what) {
 static fg_status rd_u32(cursor *c, const char *what, uint32_t *v) {
   fg_status s = need(c, 4, what);
   if (s) return s;
-  *v = fg_rd32(c->base + c->pos);
+  *v = fg_ld_le32(c->base + c->pos);
   c->pos += 4;
   return FG_OK;
 }
@@ -33,7 +33,7 @@ static fg_status rd_u32(cursor *c, const char *what, uint32_t *v) {
 static fg_status rd_u64(cursor *c, const char *what, uint64_t *v) {
   fg_status s = need(c, 8, what);
   if (s) return s;
-  *v = fg_rd64(c->base + c->pos);
+  *v = fg_ld_le64(c->base + c->pos);
   c->pos += 8;
   return FG_OK;
 }
@@ -58,7 +58,7 @@ static fg_status rd_str(cursor *c, const char *what, const char **ptr, uint64_t 
 /* Scalar values and array elements. UINT64 must be < 2^63 so that it widens to int64. */
 static fg_status check_u64(const cursor *c, const fg_gguf_kvrec *kv, const uint8_t *p, uint64_t n) {
   for (uint64_t j = 0; j < n; j++) {
-    uint64_t v = fg_rd64(p + 8 * j);
+    uint64_t v = fg_ld_le64(p + 8 * j);
     if (v >> 63)
       return fg_fail(FG_ERR_RANGE, "%s: key '%.*s': UINT64 value %" PRIu64 " at offset %" PRIu64 " is >= 2^63",
                      c->path, (int)kv->key_len, kv->key, v, (uint64_t)(p + 8 * j - c->base));
@@ -152,7 +152,7 @@ static fg_status check_alignment(const cursor *c, const fg_gguf_kvrec *kv, uint3
   if (kv->type != FG_GGUF_UINT32)
     return fg_fail(FG_ERR_BAD_ALIGNMENT, "%s: general.alignment at offset %" PRIu64 " has wire type %s, expected UINT32",
                    c->path, at, fg_gguf_type_name((fg_gguf_type)kv->type));
-  uint32_t a = fg_rd32(kv->val);
+  uint32_t a = fg_ld_le32(kv->val);
   if (a == 0 || (a & (a - 1)) || a > FG_GGUF_MAX_ALIGNMENT)
     return fg_fail(FG_ERR_BAD_ALIGNMENT, "%s: general.alignment at offset %" PRIu64 " is %u, expected a power of two <= 2^20",
                    c->path, at, a);

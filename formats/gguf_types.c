@@ -19,24 +19,24 @@ int64_t fg_gguf_scalar_int(uint32_t type, const uint8_t *p) {
   switch (type) {
     case FG_GGUF_UINT8: return p[0];
     case FG_GGUF_INT8: return (int8_t)p[0];
-    case FG_GGUF_UINT16: return fg_rd16(p);
-    case FG_GGUF_INT16: return (int16_t)fg_rd16(p);
-    case FG_GGUF_UINT32: return fg_rd32(p);
-    case FG_GGUF_INT32: return (int32_t)fg_rd32(p);
+    case FG_GGUF_UINT16: return fg_ld_le16(p);
+    case FG_GGUF_INT16: return (int16_t)fg_ld_le16(p);
+    case FG_GGUF_UINT32: return fg_ld_le32(p);
+    case FG_GGUF_INT32: return (int32_t)fg_ld_le32(p);
     /* UINT64 values >= 2^63 were rejected at parse time, so the conversion is exact. */
-    case FG_GGUF_UINT64: case FG_GGUF_INT64: return (int64_t)fg_rd64(p);
+    case FG_GGUF_UINT64: case FG_GGUF_INT64: return (int64_t)fg_ld_le64(p);
     default: return 0;
   }
 }
 
 double fg_gguf_scalar_float(uint32_t type, const uint8_t *p) {
   if (type == FG_GGUF_FLOAT32) {
-    uint32_t b = fg_rd32(p);
+    uint32_t b = fg_ld_le32(p);
     float v;
     memcpy(&v, &b, 4);
     return v;
   }
-  uint64_t b = fg_rd64(p);
+  uint64_t b = fg_ld_le64(p);
   double v;
   memcpy(&v, &b, 8);
   return v;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "forgia/elem/bytes.h"
 #include "forgia/elem/half.h"
 
 
@@ -79,14 +80,6 @@ static inline uint8_t fg_round_small_u8(float v) {
   const int32_t t = (int32_t)v;
   const float r = v - (float)t;
   return (uint8_t)(t + (r >= 0.5f) - (r <= -0.5f));
-}
-
-static inline void fg_st_le16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static inline void fg_st_le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* quant_simple.c */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/api.h"
 #include "forgia/dtype.h"
 #include "forgia/status.h"
 
@@ -48,54 +49,54 @@ typedef struct fg_device_info {
 } fg_device_info;
 
 /* Number of CUDA devices usable by this process (0 in a CPU-only build or without a GPU). */
-int fg_cuda_device_count(void);
+FG_API int fg_cuda_device_count(void);
 /* True when this build contains the CUDA backend. */
-bool fg_build_has_cuda(void);
+FG_API bool fg_build_has_cuda(void);
 
-fg_status fg_device_open(const char *spec, fg_device **out);
-void fg_device_close(fg_device *dev); /* NULL-safe; the caller freed its allocations */
-fg_status fg_device_query(const fg_device *dev, fg_device_info *out);
-fg_device_kind fg_device_kind_of(const fg_device *dev);
-const char *fg_device_spec(const fg_device *dev); /* "cpu" or "cuda:N" */
+FG_API fg_status fg_device_open(const char *spec, fg_device **out);
+FG_API void fg_device_close(fg_device *dev); /* NULL-safe; the caller freed its allocations */
+FG_API fg_status fg_device_query(const fg_device *dev, fg_device_info *out);
+FG_API fg_device_kind fg_device_kind_of(const fg_device *dev);
+FG_API const char *fg_device_spec(const fg_device *dev); /* "cpu" or "cuda:N" */
 
 /* Memory. Allocations are at least 256-byte aligned. fg_device_free is NULL-safe. */
-fg_status fg_device_alloc(fg_device *dev, size_t bytes, void **out);
-void fg_device_free(fg_device *dev, void *ptr);
-fg_status fg_device_memset(fg_device *dev, void *ptr, int value, size_t bytes);
-fg_status fg_device_copy(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind);
-fg_status fg_device_sync(fg_device *dev);
+FG_API fg_status fg_device_alloc(fg_device *dev, size_t bytes, void **out);
+FG_API void fg_device_free(fg_device *dev, void *ptr);
+FG_API fg_status fg_device_memset(fg_device *dev, void *ptr, int value, size_t bytes);
+FG_API fg_status fg_device_copy(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind);
+FG_API fg_status fg_device_sync(fg_device *dev);
 
 /* Pinned (page-locked) host memory, for fast asynchronous transfers. On the CPU backend
  * this is ordinary aligned host memory. numa_node >= 0 binds the pages to that node. */
-fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void **out);
-void fg_host_free_pinned(fg_device *dev, void *ptr);
+FG_API fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void **out);
+FG_API void fg_host_free_pinned(fg_device *dev, void *ptr);
 
 /* Streams and events. */
-fg_status fg_stream_create(fg_device *dev, fg_stream **out);
-void fg_stream_free(fg_stream *s);
-fg_status fg_stream_sync(fg_stream *s);
-fg_status fg_device_copy_async(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind,
+FG_API fg_status fg_stream_create(fg_device *dev, fg_stream **out);
+FG_API void fg_stream_free(fg_stream *s);
+FG_API fg_status fg_stream_sync(fg_stream *s);
+FG_API fg_status fg_device_copy_async(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind,
                                fg_stream *s);
-fg_status fg_event_create(fg_device *dev, fg_event **out);
-void fg_event_free(fg_event *e);
-fg_status fg_event_record(fg_event *e, fg_stream *s);
-fg_status fg_event_sync(fg_event *e);
+FG_API fg_status fg_event_create(fg_device *dev, fg_event **out);
+FG_API void fg_event_free(fg_event *e);
+FG_API fg_status fg_event_record(fg_event *e, fg_stream *s);
+FG_API fg_status fg_event_sync(fg_event *e);
 /* FG_OK when complete; *done says whether the work before the record has finished. */
-fg_status fg_event_query(fg_event *e, bool *done);
-fg_status fg_stream_wait_event(fg_stream *s, fg_event *e);
+FG_API fg_status fg_event_query(fg_event *e, bool *done);
+FG_API fg_status fg_stream_wait_event(fg_stream *s, fg_event *e);
 /* Milliseconds between two recorded, completed events. */
-fg_status fg_event_elapsed_ms(fg_event *start, fg_event *end, float *ms);
+FG_API fg_status fg_event_elapsed_ms(fg_event *start, fg_event *end, float *ms);
 
 /* Conversion of n elements in device memory (s may be NULL: synchronous).
  * Pairs: f32 -> f16/bf16/f32; f16/bf16/f32 -> f32; and every ggml block type that
  * elem/quant_decode.h decodes -> f32 (dequantization; n a whole number of blocks, else
  * FG_ERR_BAD_ROW). The same bits on every backend: both call the elem/ functions. */
-fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dst_type, const void *src, fg_dtype src_type, size_t n,
+FG_API fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dst_type, const void *src, fg_dtype src_type, size_t n,
                      fg_stream *s);
 
 /* Sum and sum of squares of n f32 values in device memory, in f64 on the fixed grid of
  * elem/reduce.h: the result is the same bits on every device and for any thread count. */
-fg_status fg_reduce_sum_sumsq(fg_device *dev, const float *x, size_t n, double *sum, double *sumsq);
+FG_API fg_status fg_reduce_sum_sumsq(fg_device *dev, const float *x, size_t n, double *sum, double *sumsq);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/api.h"
 #include "forgia/dtype.h"
 #include "forgia/status.h"
 
@@ -45,16 +46,16 @@ typedef struct fg_export_source fg_export_source;
 
 /* A GGUF file, or the first part NAME-00001-of-0000N.gguf of a split model (all parts are
  * merged), memory-mapped. */
-fg_status fg_export_source_open_gguf(const char *path, fg_export_source **out);
+FG_API fg_status fg_export_source_open_gguf(const char *path, fg_export_source **out);
 /* A .safetensors file, an index file, or a directory (see fg_st_dir_open), memory-mapped.
  * Every tensor must be representable in GGUF: a dtype with a ggml code, at most 4 dims, a
  * name of 1..63 bytes without NUL (FG_ERR_UNSUPPORTED / FG_ERR_BAD_SHAPE /
  * FG_ERR_BAD_STRING naming the tensor otherwise). A 0-dim scalar becomes ne = {1}. */
-fg_status fg_export_source_open_safetensors(const char *path, fg_export_source **out);
-void fg_export_source_close(fg_export_source *s); /* NULL-safe */
+FG_API fg_status fg_export_source_open_safetensors(const char *path, fg_export_source **out);
+FG_API void fg_export_source_close(fg_export_source *s); /* NULL-safe */
 
-const char *fg_export_source_path(const fg_export_source *s);
-bool fg_export_source_is_gguf(const fg_export_source *s);
+FG_API const char *fg_export_source_path(const fg_export_source *s);
+FG_API bool fg_export_source_is_gguf(const fg_export_source *s);
 
 /* ---- targets --------------------------------------------------------------------------- */
 
@@ -72,12 +73,12 @@ typedef struct fg_export_target {
 /* "verbatim", or one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K
  * tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 (ASCII case-insensitive). Types without a
  * llama.cpp file-type code or without an encoder in this build are FG_ERR_UNSUPPORTED. */
-fg_status fg_export_target_parse(const char *name, fg_export_target *out);
+FG_API fg_status fg_export_target_parse(const char *name, fg_export_target *out);
 
 /* llama.cpp's general.file_type for a uniform export to t (uniform K-quants report the _S
  * variants; q2_K reports MOSTLY_Q2_K, mxfp4 MOSTLY_MXFP4_MOE). FG_ERR_UNSUPPORTED when t
  * has none. */
-fg_status fg_export_file_type(fg_dtype t, uint32_t *code);
+FG_API fg_status fg_export_file_type(fg_dtype t, uint32_t *code);
 
 typedef struct fg_export_options {
   fg_export_target dtype;    /* global target; zero (UNSET) keeps everything */
@@ -107,8 +108,8 @@ typedef enum fg_export_why {
 } fg_export_why;
 
 /* Short words for messages: "copy", "convert", ... / "verbatim", "1-D", "norm", ... */
-const char *fg_export_action_name(fg_export_action a);
-const char *fg_export_why_name(fg_export_why w);
+FG_API const char *fg_export_action_name(fg_export_action a);
+FG_API const char *fg_export_why_name(fg_export_why w);
 
 typedef struct fg_export_tensor {
   const char *name;          /* borrowed from the source, NUL-terminated */
@@ -127,18 +128,18 @@ typedef struct fg_export_plan fg_export_plan;
 /* The plan borrows src: free the plan before closing the source. Fails (with no plan) on a
  * refused chain requantization, or an expert tensor whose quantized type this build cannot
  * decode. */
-fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_options *opt,
+FG_API fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_options *opt,
                                 fg_export_plan **out);
-void fg_export_plan_free(fg_export_plan *p); /* NULL-safe */
+FG_API void fg_export_plan_free(fg_export_plan *p); /* NULL-safe */
 
-size_t fg_export_plan_count(const fg_export_plan *p);
-const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i); /* NULL past the end */
+FG_API size_t fg_export_plan_count(const fg_export_plan *p);
+FG_API const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i); /* NULL past the end */
 /* Sums of tensor bytes (without padding) before and after. */
-void fg_export_plan_totals(const fg_export_plan *p, uint64_t *src_bytes, uint64_t *dst_bytes);
+FG_API void fg_export_plan_totals(const fg_export_plan *p, uint64_t *src_bytes, uint64_t *dst_bytes);
 /* Tensors that change type. */
-size_t fg_export_plan_changed(const fg_export_plan *p);
+FG_API size_t fg_export_plan_changed(const fg_export_plan *p);
 /* True (and the code) when the output sets general.file_type. */
-bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code);
+FG_API bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code);
 
 /* ---- run ------------------------------------------------------------------------------- */
 
@@ -156,7 +157,7 @@ typedef bool (*fg_export_progress_fn)(const fg_export_progress *p, void *user);
  * tensor is decoded/encoded at a time and source pages are released behind the cursor.
  * On any failure (non-finite values in a tensor to encode, I/O) the destination is left
  * untouched and no temporary file remains. progress may be NULL. */
-fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
+FG_API fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
                         fg_export_progress_fn progress, void *user);
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
 #ifndef FORGIA_FORGIA_H
 #define FORGIA_FORGIA_H
 
+#include "forgia/api.h"
 #include "forgia/status.h"
 #include "forgia/version.h"
 #include "forgia/dtype.h"

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/api.h"
 #include "forgia/dtype.h"
 #include "forgia/mapping.h"
 #include "forgia/status.h"
@@ -71,9 +72,9 @@ typedef enum fg_gguf_type {
 } fg_gguf_type;
 
 /* "UINT8" ... "FLOAT64" (gguf-py's GGUFValueType names); "invalid" outside 0..12. */
-const char *fg_gguf_type_name(fg_gguf_type t);
+FG_API const char *fg_gguf_type_name(fg_gguf_type t);
 /* Bytes of one scalar of type t; 0 for STRING, ARRAY and invalid codes. */
-size_t fg_gguf_type_size(fg_gguf_type t);
+FG_API size_t fg_gguf_type_size(fg_gguf_type t);
 
 /* A string borrowed from the file: len bytes at ptr, NOT NUL-terminated. */
 typedef struct fg_gguf_str {
@@ -94,10 +95,10 @@ typedef struct fg_gguf_array {
 /* Element j of an array. FG_ERR_RANGE when j >= len, FG_ERR_TYPE when the element type does
  * not fit the getter: _int takes every integer type (widened to int64), _float FLOAT32 and
  * FLOAT64 (widened to double), _bool BOOL, _str STRING (O(1)). */
-fg_status fg_gguf_array_int(const fg_gguf_array *a, uint64_t j, int64_t *out);
-fg_status fg_gguf_array_float(const fg_gguf_array *a, uint64_t j, double *out);
-fg_status fg_gguf_array_bool(const fg_gguf_array *a, uint64_t j, bool *out);
-fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out);
+FG_API fg_status fg_gguf_array_int(const fg_gguf_array *a, uint64_t j, int64_t *out);
+FG_API fg_status fg_gguf_array_float(const fg_gguf_array *a, uint64_t j, double *out);
+FG_API fg_status fg_gguf_array_bool(const fg_gguf_array *a, uint64_t j, bool *out);
+FG_API fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out);
 
 /* One tensor of the directory. All fields are read-only; data is borrowed from the mapping
  * of part `part` and is nbytes long. */
@@ -121,11 +122,11 @@ typedef struct fg_gguf_file fg_gguf_file;
 /* ---- opening --------------------------------------------------------------------------- */
 
 /* Opens one GGUF file, read into memory (FG_MAP_READ) or memory-mapped (FG_MAP_MMAP). */
-fg_status fg_gguf_open(const char *path, fg_map_mode mode, fg_gguf_file **out);
+FG_API fg_status fg_gguf_open(const char *path, fg_map_mode mode, fg_gguf_file **out);
 /* Parses caller-owned bytes without copying; they must outlive the file. */
-fg_status fg_gguf_open_bytes(const void *data, size_t len, fg_gguf_file **out);
+FG_API fg_status fg_gguf_open_bytes(const void *data, size_t len, fg_gguf_file **out);
 /* Parses an existing mapping; the file takes its own reference (the caller keeps theirs). */
-fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out);
+FG_API fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out);
 /* For a path NAME-00001-of-0000N.gguf (5 digits each), maps all N parts and returns one
  * merged view: metadata of part 1, the union of the parts' tensors in part order, each
  * tagged with its part. Every part must carry split.no == its 0-based index (UINT16) and
@@ -133,141 +134,141 @@ fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out);
  * (INT32), when present, must equal the total; mismatches are FG_ERR_RANGE, a missing part
  * FG_ERR_NOT_FOUND, a tensor name in two parts FG_ERR_DUPLICATE. Any other path is opened
  * like fg_gguf_open(path, FG_MAP_MMAP). */
-fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out);
+FG_API fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out);
 /* NULL-safe. Invalidates every pointer handed out unless a mapping was retained. */
-void fg_gguf_close(fg_gguf_file *f);
+FG_API void fg_gguf_close(fg_gguf_file *f);
 
 /* Recognises NAME-%05d-of-%05d.gguf; on a match stores the 1-based part number and the
  * count (either may be NULL) and returns true. */
-bool fg_gguf_split_name(const char *path, uint32_t *part_no, uint32_t *part_count);
+FG_API bool fg_gguf_split_name(const char *path, uint32_t *part_no, uint32_t *part_count);
 
-uint32_t fg_gguf_version(const fg_gguf_file *f);     /* 2 or 3 (part 1 for a split) */
-uint32_t fg_gguf_alignment(const fg_gguf_file *f);   /* general.alignment or 32 (part 1) */
-const char *fg_gguf_path(const fg_gguf_file *f);     /* part 1's path, "<memory>" for bytes */
-size_t fg_gguf_part_count(const fg_gguf_file *f);  /* 1 unless opened as a split */
+FG_API uint32_t fg_gguf_version(const fg_gguf_file *f);     /* 2 or 3 (part 1 for a split) */
+FG_API uint32_t fg_gguf_alignment(const fg_gguf_file *f);   /* general.alignment or 32 (part 1) */
+FG_API const char *fg_gguf_path(const fg_gguf_file *f);     /* part 1's path, "<memory>" for bytes */
+FG_API size_t fg_gguf_part_count(const fg_gguf_file *f);  /* 1 unless opened as a split */
 /* Absolute offset of a part's data section: pad(end of tensor infos, alignment). */
-uint64_t fg_gguf_data_offset(const fg_gguf_file *f, size_t part);
+FG_API uint64_t fg_gguf_data_offset(const fg_gguf_file *f, size_t part);
 /* The part's mapping, borrowed (valid until close). NULL when part is out of range. */
-const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, size_t part);
+FG_API const fg_mapping *fg_gguf_mapping(const fg_gguf_file *f, size_t part);
 /* A new reference to the part's mapping: borrowed pointers into that part (tensor data,
  * strings) stay valid after fg_gguf_close until fg_mapping_release. NULL when out of range. */
-fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, size_t part);
+FG_API fg_mapping *fg_gguf_retain_mapping(const fg_gguf_file *f, size_t part);
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-size_t fg_gguf_kv_count(const fg_gguf_file *f);
+FG_API size_t fg_gguf_kv_count(const fg_gguf_file *f);
 /* Index of a key (O(1) hash lookup), or -1 when absent. key_n takes a length. */
-int64_t fg_gguf_key_index(const fg_gguf_file *f, const char *key);
-int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_t len);
+FG_API int64_t fg_gguf_key_index(const fg_gguf_file *f, const char *key);
+FG_API int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_t len);
 
 /* Accessors by index; i must be < fg_gguf_kv_count (out-of-range: empty string, -1 type). */
-fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, size_t i);
-fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, size_t i);   /* wire type */
+FG_API fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, size_t i);
+FG_API fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, size_t i);   /* wire type */
 /* Typed values: FG_ERR_TYPE when the wire type does not fit (as for the array getters),
  * FG_ERR_RANGE when i is out of range. _str and _array borrow from the file. */
-fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out);
-fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out);
-fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out);
-fg_status fg_gguf_kv_str(const fg_gguf_file *f, size_t i, fg_gguf_str *out);
-fg_status fg_gguf_kv_array(const fg_gguf_file *f, size_t i, fg_gguf_array *out);
+FG_API fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out);
+FG_API fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out);
+FG_API fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out);
+FG_API fg_status fg_gguf_kv_str(const fg_gguf_file *f, size_t i, fg_gguf_str *out);
+FG_API fg_status fg_gguf_kv_array(const fg_gguf_file *f, size_t i, fg_gguf_array *out);
 /* The KV exactly as on the wire (key length, key, type code, value), borrowed. */
-fg_status fg_gguf_kv_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
+FG_API fg_status fg_gguf_kv_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
 /* The value part alone (after the type code; for arrays after element type and count). */
-fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
+FG_API fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
 
 /* The same getters by key: FG_ERR_NOT_FOUND when absent, FG_ERR_TYPE on a type mismatch. */
-fg_status fg_gguf_get_int(const fg_gguf_file *f, const char *key, int64_t *out);
-fg_status fg_gguf_get_float(const fg_gguf_file *f, const char *key, double *out);
-fg_status fg_gguf_get_bool(const fg_gguf_file *f, const char *key, bool *out);
-fg_status fg_gguf_get_str(const fg_gguf_file *f, const char *key, fg_gguf_str *out);
-fg_status fg_gguf_get_array(const fg_gguf_file *f, const char *key, fg_gguf_array *out);
+FG_API fg_status fg_gguf_get_int(const fg_gguf_file *f, const char *key, int64_t *out);
+FG_API fg_status fg_gguf_get_float(const fg_gguf_file *f, const char *key, double *out);
+FG_API fg_status fg_gguf_get_bool(const fg_gguf_file *f, const char *key, bool *out);
+FG_API fg_status fg_gguf_get_str(const fg_gguf_file *f, const char *key, fg_gguf_str *out);
+FG_API fg_status fg_gguf_get_array(const fg_gguf_file *f, const char *key, fg_gguf_array *out);
 
 /* ---- tensor directory ------------------------------------------------------------------ */
 
-size_t fg_gguf_tensor_count(const fg_gguf_file *f);
+FG_API size_t fg_gguf_tensor_count(const fg_gguf_file *f);
 /* i-th tensor in file order (part order for splits); NULL when out of range. */
-const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, size_t i);
+FG_API const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, size_t i);
 /* O(1) lookup; NULL when absent. */
-const fg_gguf_tensor *fg_gguf_find_tensor(const fg_gguf_file *f, const char *name);
-const fg_gguf_tensor *fg_gguf_find_tensor_n(const fg_gguf_file *f, const char *name, size_t len);
+FG_API const fg_gguf_tensor *fg_gguf_find_tensor(const fg_gguf_file *f, const char *name);
+FG_API const fg_gguf_tensor *fg_gguf_find_tensor_n(const fg_gguf_file *f, const char *name, size_t len);
 /* Lookup that fails with FG_ERR_NOT_FOUND and a message naming the file and tensor. */
-fg_status fg_gguf_get_tensor(const fg_gguf_file *f, const char *name, const fg_gguf_tensor **out);
+FG_API fg_status fg_gguf_get_tensor(const fg_gguf_file *f, const char *name, const fg_gguf_tensor **out);
 /* Element count: the product of ne (0 when a dimension is 0). */
-uint64_t fg_gguf_tensor_numel(const fg_gguf_tensor *t);
+FG_API uint64_t fg_gguf_tensor_numel(const fg_gguf_tensor *t);
 
 /* Paging hints for a tensor's bytes (madvise WILLNEED / DONTNEED on mmapped files, no-ops
  * otherwise). Release only what you are done reading: a later touch re-reads from disk. */
-void fg_gguf_tensor_prefetch(const fg_gguf_file *f, const fg_gguf_tensor *t);
-void fg_gguf_tensor_evict(const fg_gguf_file *f, const fg_gguf_tensor *t);
+FG_API void fg_gguf_tensor_prefetch(const fg_gguf_file *f, const fg_gguf_tensor *t);
+FG_API void fg_gguf_tensor_evict(const fg_gguf_file *f, const fg_gguf_tensor *t);
 
 /* ---- writer ---------------------------------------------------------------------------- */
 
 typedef struct fg_gguf_writer fg_gguf_writer;
 
-fg_status fg_gguf_writer_create(fg_gguf_writer **out);
+FG_API fg_status fg_gguf_writer_create(fg_gguf_writer **out);
 /* NULL-safe; removes the temporary file of an unfinished streaming write. */
-void fg_gguf_writer_free(fg_gguf_writer *w);
+FG_API void fg_gguf_writer_free(fg_gguf_writer *w);
 /* Version written in the header: 3 (default) or 2 (the layouts are identical). */
-fg_status fg_gguf_writer_set_version(fg_gguf_writer *w, uint32_t version);
+FG_API fg_status fg_gguf_writer_set_version(fg_gguf_writer *w, uint32_t version);
 
 /* Metadata. Keys are copied (non-empty). Setting an existing key replaces its value in
  * place (the key keeps its position). general.alignment must be set with set_u32 to a power
  * of two <= 2^20 (FG_ERR_BAD_ALIGNMENT otherwise) and sets the padding of the output. */
-fg_status fg_gguf_writer_set_u8(fg_gguf_writer *w, const char *key, uint8_t v);
-fg_status fg_gguf_writer_set_i8(fg_gguf_writer *w, const char *key, int8_t v);
-fg_status fg_gguf_writer_set_u16(fg_gguf_writer *w, const char *key, uint16_t v);
-fg_status fg_gguf_writer_set_i16(fg_gguf_writer *w, const char *key, int16_t v);
-fg_status fg_gguf_writer_set_u32(fg_gguf_writer *w, const char *key, uint32_t v);
-fg_status fg_gguf_writer_set_i32(fg_gguf_writer *w, const char *key, int32_t v);
-fg_status fg_gguf_writer_set_u64(fg_gguf_writer *w, const char *key, uint64_t v); /* < 2^63 */
-fg_status fg_gguf_writer_set_i64(fg_gguf_writer *w, const char *key, int64_t v);
-fg_status fg_gguf_writer_set_f32(fg_gguf_writer *w, const char *key, float v);
-fg_status fg_gguf_writer_set_f64(fg_gguf_writer *w, const char *key, double v);
-fg_status fg_gguf_writer_set_bool(fg_gguf_writer *w, const char *key, bool v);
+FG_API fg_status fg_gguf_writer_set_u8(fg_gguf_writer *w, const char *key, uint8_t v);
+FG_API fg_status fg_gguf_writer_set_i8(fg_gguf_writer *w, const char *key, int8_t v);
+FG_API fg_status fg_gguf_writer_set_u16(fg_gguf_writer *w, const char *key, uint16_t v);
+FG_API fg_status fg_gguf_writer_set_i16(fg_gguf_writer *w, const char *key, int16_t v);
+FG_API fg_status fg_gguf_writer_set_u32(fg_gguf_writer *w, const char *key, uint32_t v);
+FG_API fg_status fg_gguf_writer_set_i32(fg_gguf_writer *w, const char *key, int32_t v);
+FG_API fg_status fg_gguf_writer_set_u64(fg_gguf_writer *w, const char *key, uint64_t v); /* < 2^63 */
+FG_API fg_status fg_gguf_writer_set_i64(fg_gguf_writer *w, const char *key, int64_t v);
+FG_API fg_status fg_gguf_writer_set_f32(fg_gguf_writer *w, const char *key, float v);
+FG_API fg_status fg_gguf_writer_set_f64(fg_gguf_writer *w, const char *key, double v);
+FG_API fg_status fg_gguf_writer_set_bool(fg_gguf_writer *w, const char *key, bool v);
 /* len bytes of value (copied); NUL bytes are kept. */
-fg_status fg_gguf_writer_set_str(fg_gguf_writer *w, const char *key, const char *value, uint64_t len);
+FG_API fg_status fg_gguf_writer_set_str(fg_gguf_writer *w, const char *key, const char *value, uint64_t len);
 /* An array of a scalar element type: count elements, little-endian, packed (copied). */
-fg_status fg_gguf_writer_set_array(fg_gguf_writer *w, const char *key, fg_gguf_type elem_type,
+FG_API fg_status fg_gguf_writer_set_array(fg_gguf_writer *w, const char *key, fg_gguf_type elem_type,
                                    const void *elems, uint64_t count);
 /* A string array; lens may be NULL (then every string is NUL-terminated). */
-fg_status fg_gguf_writer_set_str_array(fg_gguf_writer *w, const char *key,
+FG_API fg_status fg_gguf_writer_set_str_array(fg_gguf_writer *w, const char *key,
                                        const char *const *strs, const uint64_t *lens, uint64_t count);
 /* Copies KVs byte-verbatim (exact wire type) from a parsed file: one by key
  * (FG_ERR_NOT_FOUND when absent), or all in file order except the n_skip keys in skip. */
-fg_status fg_gguf_writer_copy_kv(fg_gguf_writer *w, const fg_gguf_file *from, const char *key);
-fg_status fg_gguf_writer_copy_all_kv(fg_gguf_writer *w, const fg_gguf_file *from,
+FG_API fg_status fg_gguf_writer_copy_kv(fg_gguf_writer *w, const fg_gguf_file *from, const char *key);
+FG_API fg_status fg_gguf_writer_copy_all_kv(fg_gguf_writer *w, const fg_gguf_file *from,
                                      const char *const *skip, size_t n_skip);
 /* Removes a key; FG_ERR_NOT_FOUND when absent. */
-fg_status fg_gguf_writer_remove_kv(fg_gguf_writer *w, const char *key);
-size_t fg_gguf_writer_kv_count(const fg_gguf_writer *w);
+FG_API fg_status fg_gguf_writer_remove_kv(fg_gguf_writer *w, const char *key);
+FG_API size_t fg_gguf_writer_kv_count(const fg_gguf_writer *w);
 
 /* Tensors, in output order. ne is GGUF order (innermost first), ndim 1..4, written as
  * given (trailing 1s are kept). The name (1..63 bytes, unique) is copied. add_tensor
  * borrows data (nbytes must equal the size of ne x dtype) until the file is written;
  * declare_tensor records the tensor without data, to be streamed. */
-fg_status fg_gguf_writer_add_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
+FG_API fg_status fg_gguf_writer_add_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
                                     int ndim, const uint64_t *ne,
                                     const void *data, uint64_t nbytes);
-fg_status fg_gguf_writer_declare_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
+FG_API fg_status fg_gguf_writer_declare_tensor(fg_gguf_writer *w, const char *name, fg_dtype dtype,
                                         int ndim, const uint64_t *ne);
-size_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w);
+FG_API size_t fg_gguf_writer_tensor_count(const fg_gguf_writer *w);
 
 /* One-pass output: every tensor must have data (FG_ERR_STATE otherwise). The writer stays
  * usable; both may be called repeatedly. finish_mem returns a malloc'd buffer (free()). */
-fg_status fg_gguf_writer_finish(fg_gguf_writer *w, const char *path);
-fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t *len);
+FG_API fg_status fg_gguf_writer_finish(fg_gguf_writer *w, const char *path);
+FG_API fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t *len);
 
 /* Streaming output for files larger than memory: begin writes the header to a temporary
  * file beside path; then feed every tensor's bytes in declaration order with write_data
  * (any chunking; a tensor's padding follows its last byte; tensors added with data must be
  * fed too); commit checks that every byte arrived and renames into place. Metadata and
  * tensors are frozen between begin and commit (FG_ERR_STATE). Errors leave no file. */
-fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path);
+FG_API fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path);
 /* Name of the tensor whose bytes are expected next, NULL when all were written. */
-const char *fg_gguf_writer_next_tensor(const fg_gguf_writer *w);
+FG_API const char *fg_gguf_writer_next_tensor(const fg_gguf_writer *w);
 /* FG_ERR_RANGE when data would run past the current tensor or past the last one. */
-fg_status fg_gguf_writer_write_data(fg_gguf_writer *w, const void *data, uint64_t len);
-fg_status fg_gguf_writer_commit(fg_gguf_writer *w);
+FG_API fg_status fg_gguf_writer_write_data(fg_gguf_writer *w, const void *data, uint64_t len);
+FG_API fg_status fg_gguf_writer_commit(fg_gguf_writer *w);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/api.h"
 #include "forgia/device.h"
 #include "forgia/dtype.h"
 #include "forgia/status.h"
@@ -77,10 +78,10 @@ typedef enum fg_load_dtype {
 } fg_load_dtype;
 
 /* "keep", "f32", "bf16", "f16", "dequant"; FG_ERR_INVALID_ARG for anything else. */
-fg_status fg_load_dtype_from_name(const char *name, fg_load_dtype *out);
-const char *fg_load_dtype_name(fg_load_dtype p);
+FG_API fg_status fg_load_dtype_from_name(const char *name, fg_load_dtype *out);
+FG_API const char *fg_load_dtype_name(fg_load_dtype p);
 /* The dtype a tensor stored as `stored` gets under policy p. */
-fg_dtype fg_load_target_dtype(fg_load_dtype p, fg_dtype stored);
+FG_API fg_dtype fg_load_target_dtype(fg_load_dtype p, fg_dtype stored);
 
 /* A tensor as the filter sees it (everything borrowed for the duration of the call). */
 typedef struct fg_load_tensor_info {
@@ -121,8 +122,8 @@ typedef struct fg_load_ring fg_load_ring;
 
 /* count in 1..64 and bytes in [64 KiB, 1 GiB] (rounded up to the page size), else
  * FG_ERR_INVALID_ARG. The ring borrows dev: free the ring before closing the device. */
-fg_status fg_load_ring_create(fg_device *dev, uint32_t count, size_t bytes, fg_load_ring **out);
-void fg_load_ring_free(fg_load_ring *r); /* NULL-safe */
+FG_API fg_status fg_load_ring_create(fg_device *dev, uint32_t count, size_t bytes, fg_load_ring **out);
+FG_API void fg_load_ring_free(fg_load_ring *r); /* NULL-safe */
 
 /* Flags. */
 #define FG_LOAD_FLAG_LAZY 1u    /* CPU: borrow kept tensors without populating their pages */
@@ -151,7 +152,7 @@ typedef struct fg_load_options {
 } fg_load_options;
 
 /* Zeroes o: all tensors, kept dtypes, default ring, no callbacks. */
-void fg_load_options_init(fg_load_options *o);
+FG_API void fg_load_options_init(fg_load_options *o);
 
 /* ---- the loaded model ------------------------------------------------------------------ */
 
@@ -192,25 +193,25 @@ typedef struct fg_load_stats {
 /* Loads path onto dev. opt may be NULL (defaults). On success *out is a new model that
  * borrows dev (free the model first); on failure *out is untouched and nothing is left
  * allocated. */
-fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out);
+FG_API fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out);
 /* Frees every tensor, the model's device memory and its mappings. NULL-safe. */
-void fg_model_free(fg_model *m);
+FG_API void fg_model_free(fg_model *m);
 
-size_t fg_model_count(const fg_model *m);
+FG_API size_t fg_model_count(const fg_model *m);
 /* Tensors in file order (part/shard order, then offset); NULL when out of range. */
-const fg_model_tensor *fg_model_at(const fg_model *m, size_t i);
+FG_API const fg_model_tensor *fg_model_at(const fg_model *m, size_t i);
 /* Lookup by name (binary search over a sorted index); NULL when absent. */
-const fg_model_tensor *fg_model_find(const fg_model *m, const char *name);
+FG_API const fg_model_tensor *fg_model_find(const fg_model *m, const char *name);
 /* The same, failing with FG_ERR_NOT_FOUND and a message naming the source and tensor. */
-fg_status fg_model_get(const fg_model *m, const char *name, const fg_model_tensor **out);
+FG_API fg_status fg_model_get(const fg_model *m, const char *name, const fg_model_tensor **out);
 
-fg_device *fg_model_device(const fg_model *m);
-const char *fg_model_path(const fg_model *m);    /* the path given to fg_load */
-const char *fg_model_format(const fg_model *m);  /* "gguf" or "safetensors" */
+FG_API fg_device *fg_model_device(const fg_model *m);
+FG_API const char *fg_model_path(const fg_model *m);    /* the path given to fg_load */
+FG_API const char *fg_model_format(const fg_model *m);  /* "gguf" or "safetensors" */
 /* The files of the source (split parts or shards), as fg_model_tensor.file numbers them. */
-size_t fg_model_file_count(const fg_model *m);
-const char *fg_model_file_path(const fg_model *m, size_t i); /* NULL when out of range */
-const fg_load_stats *fg_model_stats(const fg_model *m);
+FG_API size_t fg_model_file_count(const fg_model *m);
+FG_API const char *fg_model_file_path(const fg_model *m, size_t i); /* NULL when out of range */
+FG_API const fg_load_stats *fg_model_stats(const fg_model *m);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/api.h"
 #include "forgia/dtype.h"
 #include "forgia/status.h"
 
@@ -29,18 +30,18 @@ extern "C" {
 #endif
 
 /* True when fg_quant_encode_row accepts t / fg_quant_decode_row accepts t. */
-bool fg_quant_can_encode(fg_dtype t);
-bool fg_quant_can_decode(fg_dtype t);
+FG_API bool fg_quant_can_encode(fg_dtype t);
+FG_API bool fg_quant_can_decode(fg_dtype t);
 
 /* One row of n elements. src (n floats) and dst (dst_bytes) are borrowed. */
-fg_status fg_quant_encode_row(fg_dtype t, const float *src, int64_t n, void *dst, size_t dst_bytes);
-fg_status fg_quant_decode_row(fg_dtype t, const void *src, size_t src_bytes, float *dst, int64_t n);
+FG_API fg_status fg_quant_encode_row(fg_dtype t, const float *src, int64_t n, void *dst, size_t dst_bytes);
+FG_API fg_status fg_quant_decode_row(fg_dtype t, const void *src, size_t src_bytes, float *dst, int64_t n);
 
 /* nrows contiguous rows of n elements each: src is nrows*n floats, dst is nrows row-sizes of
  * bytes (and the reverse for decode). */
-fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int64_t n,
+FG_API fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int64_t n,
                                void *dst, size_t dst_bytes);
-fg_status fg_quant_decode_rows(fg_dtype t, const void *src, size_t src_bytes,
+FG_API fg_status fg_quant_decode_rows(fg_dtype t, const void *src, size_t src_bytes,
                                float *dst, int64_t nrows, int64_t n);
 
 #ifdef __cplusplus

@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "forgia/api.h"
 #include "forgia/dtype.h"
 #include "forgia/mapping.h"
 #include "forgia/status.h"
@@ -65,44 +66,44 @@ typedef struct fg_st_file fg_st_file;
 
 /* Parses caller-owned bytes without copying them; they must outlive the file. `source`
  * names the input in messages (NULL: "<memory>"). */
-fg_status fg_st_parse(const void *bytes, size_t len, const char *source, fg_st_file **out);
+FG_API fg_status fg_st_parse(const void *bytes, size_t len, const char *source, fg_st_file **out);
 /* Opens a file: FG_MAP_MMAP maps it read-only (only the header pages are read until a
  * tensor's data is touched), FG_MAP_READ reads it into an owned buffer. */
-fg_status fg_st_open(const char *path, fg_map_mode mode, fg_st_file **out);
+FG_API fg_status fg_st_open(const char *path, fg_map_mode mode, fg_st_file **out);
 /* Parses a mapping; on success the file holds its own reference (the caller keeps its). */
-fg_status fg_st_open_mapping(fg_mapping *m, fg_st_file **out);
+FG_API fg_status fg_st_open_mapping(fg_mapping *m, fg_st_file **out);
 /* Reads exactly one safetensors frame (length, header, the data the header describes)
  * from a stream and leaves the stream just after it, so several frames can follow one
  * another. The file owns a copy of the frame. A short data section is
  * FG_ERR_INCOMPLETE_BUFFER; trailing bytes are the next frame's business. */
-fg_status fg_st_read_frame(FILE *stream, const char *source, fg_st_file **out);
-fg_status fg_st_read_frame_fd(int fd, const char *source, fg_st_file **out);
-void fg_st_close(fg_st_file *f); /* NULL-safe */
+FG_API fg_status fg_st_read_frame(FILE *stream, const char *source, fg_st_file **out);
+FG_API fg_status fg_st_read_frame_fd(int fd, const char *source, fg_st_file **out);
+FG_API void fg_st_close(fg_st_file *f); /* NULL-safe */
 
 /* Tensors in header (file) order. */
-size_t fg_st_count(const fg_st_file *f);
-const fg_st_tensor *fg_st_tensor_at(const fg_st_file *f, size_t i); /* NULL when out of range */
+FG_API size_t fg_st_count(const fg_st_file *f);
+FG_API const fg_st_tensor *fg_st_tensor_at(const fg_st_file *f, size_t i); /* NULL when out of range */
 /* The same tensors sorted by data offset (the order they tile the buffer in). */
-const fg_st_tensor *fg_st_tensor_by_offset(const fg_st_file *f, size_t i);
+FG_API const fg_st_tensor *fg_st_tensor_by_offset(const fg_st_file *f, size_t i);
 /* O(1) lookup; NULL when absent. fg_st_get says FG_ERR_NOT_FOUND with a message. */
-const fg_st_tensor *fg_st_find(const fg_st_file *f, const char *name);
-const fg_st_tensor *fg_st_find_n(const fg_st_file *f, const char *name, size_t len);
-fg_status fg_st_get(const fg_st_file *f, const char *name, const fg_st_tensor **out);
+FG_API const fg_st_tensor *fg_st_find(const fg_st_file *f, const char *name);
+FG_API const fg_st_tensor *fg_st_find_n(const fg_st_file *f, const char *name, size_t len);
+FG_API fg_status fg_st_get(const fg_st_file *f, const char *name, const fg_st_tensor **out);
 
 /* __metadata__ in file order. has_metadata is false when the key is absent or null. */
-bool fg_st_has_metadata(const fg_st_file *f);
-size_t fg_st_metadata_count(const fg_st_file *f);
+FG_API bool fg_st_has_metadata(const fg_st_file *f);
+FG_API size_t fg_st_metadata_count(const fg_st_file *f);
 /* Key and value of entry i (owned by the file, NUL-terminated); false when out of range. */
-bool fg_st_metadata_at(const fg_st_file *f, size_t i, const char **key, const char **value);
-const char *fg_st_metadata_get(const fg_st_file *f, const char *key); /* NULL when absent */
+FG_API bool fg_st_metadata_at(const fg_st_file *f, size_t i, const char **key, const char **value);
+FG_API const char *fg_st_metadata_get(const fg_st_file *f, const char *key); /* NULL when absent */
 
-uint64_t fg_st_header_size(const fg_st_file *f);   /* N */
-uint64_t fg_st_data_start(const fg_st_file *f);    /* 8 + N, from the start of the input */
-uint64_t fg_st_data_size(const fg_st_file *f);     /* bytes of the data section */
-const char *fg_st_source(const fg_st_file *f);     /* path or source name */
+FG_API uint64_t fg_st_header_size(const fg_st_file *f);   /* N */
+FG_API uint64_t fg_st_data_start(const fg_st_file *f);    /* 8 + N, from the start of the input */
+FG_API uint64_t fg_st_data_size(const fg_st_file *f);     /* bytes of the data section */
+FG_API const char *fg_st_source(const fg_st_file *f);     /* path or source name */
 /* The mapping the tensors point into (borrowed). fg_mapping_retain it to keep tensor data
  * alive after fg_st_close. */
-fg_mapping *fg_st_mapping(const fg_st_file *f);
+FG_API fg_mapping *fg_st_mapping(const fg_st_file *f);
 
 /* ---------------------------------------------------------------- writing */
 
@@ -131,18 +132,18 @@ typedef struct fg_st_kv {
  * a repeated name or key FG_ERR_DUPLICATE, a size mismatch FG_ERR_TENSOR_INVALID_INFO,
  * sub-byte counts FG_ERR_MISALIGNED_SLICE, a padded header over the limit
  * FG_ERR_HEADER_TOO_LARGE. */
-fg_status fg_st_serialize(const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
+FG_API fg_status fg_st_serialize(const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
                           size_t nmeta, uint8_t **out, size_t *out_len); /* free(*out) */
 /* Size of the output of fg_st_serialize without producing it. */
-fg_status fg_st_serialized_size(const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
+FG_API fg_status fg_st_serialized_size(const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,
                                 size_t nmeta, uint64_t *out);
 /* Writes one frame at the stream's position (frames may follow one another). */
-fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, size_t n,
+FG_API fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, size_t n,
                             const fg_st_kv *meta, size_t nmeta);
 /* Atomic save: writes PATH.tmp.XXXXXX in the same directory, fsyncs, renames over path.
  * A live mapping of the old file stays intact; on failure the temp file is removed and
  * path is untouched. */
-fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t n,
+FG_API fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t n,
                      const fg_st_kv *meta, size_t nmeta);
 
 /* ---------------------------------------------------------------- slicing */
@@ -155,9 +156,9 @@ typedef struct fg_st_range {
  * axes are taken whole; nranges == 0 copies the tensor). More ranges than dims is
  * FG_ERR_INVALID_ARG, a range outside its dim FG_ERR_RANGE; for F4/F6 a run that does
  * not start and end on a byte boundary is FG_ERR_MISALIGNED_SLICE. */
-fg_status fg_st_slice_shape(const fg_st_tensor *t, const fg_st_range *ranges, int nranges,
+FG_API fg_status fg_st_slice_shape(const fg_st_tensor *t, const fg_st_range *ranges, int nranges,
                             uint64_t *shape_out /* t->ndim entries */, uint64_t *nbytes_out);
-fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *ranges, int nranges,
+FG_API fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *ranges, int nranges,
                            void *dst, uint64_t dst_size);
 
 /* ---------------------------------------------------------------- sharded directories */
@@ -179,27 +180,27 @@ struct cJSON;
  * in its shard and every shard tensor in the map (FG_ERR_INVALID_JSON / FG_ERR_NOT_FOUND
  * naming the tensor). A tensor name present in two shards is FG_ERR_DUPLICATE.
  * config.json beside it is parsed when present (a malformed one is FG_ERR_INVALID_JSON). */
-fg_status fg_st_dir_open(const char *path, fg_map_mode mode, fg_st_dir **out);
-void fg_st_dir_close(fg_st_dir *d); /* NULL-safe */
+FG_API fg_status fg_st_dir_open(const char *path, fg_map_mode mode, fg_st_dir **out);
+FG_API void fg_st_dir_close(fg_st_dir *d); /* NULL-safe */
 
 /* Tensors in shard order, then header order inside each shard. */
-size_t fg_st_dir_count(const fg_st_dir *d);
-const fg_st_tensor *fg_st_dir_tensor_at(const fg_st_dir *d, size_t i, size_t *shard);
-const fg_st_tensor *fg_st_dir_find(const fg_st_dir *d, const char *name, size_t *shard);
-size_t fg_st_dir_shard_count(const fg_st_dir *d);
-const fg_st_file *fg_st_dir_shard(const fg_st_dir *d, size_t i);
-const char *fg_st_dir_shard_name(const fg_st_dir *d, size_t i); /* file name, no directory */
-bool fg_st_dir_is_sharded(const fg_st_dir *d);   /* opened through an index */
+FG_API size_t fg_st_dir_count(const fg_st_dir *d);
+FG_API const fg_st_tensor *fg_st_dir_tensor_at(const fg_st_dir *d, size_t i, size_t *shard);
+FG_API const fg_st_tensor *fg_st_dir_find(const fg_st_dir *d, const char *name, size_t *shard);
+FG_API size_t fg_st_dir_shard_count(const fg_st_dir *d);
+FG_API const fg_st_file *fg_st_dir_shard(const fg_st_dir *d, size_t i);
+FG_API const char *fg_st_dir_shard_name(const fg_st_dir *d, size_t i); /* file name, no directory */
+FG_API bool fg_st_dir_is_sharded(const fg_st_dir *d);   /* opened through an index */
 /* metadata.total_size from the index, or the sum of tensor bytes without one. */
-uint64_t fg_st_dir_total_size(const fg_st_dir *d);
+FG_API uint64_t fg_st_dir_total_size(const fg_st_dir *d);
 /* The parsed index (NULL without one) and config.json (NULL when absent); borrowed. */
-const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d);
-const struct cJSON *fg_st_dir_config(const fg_st_dir *d);
+FG_API const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d);
+FG_API const struct cJSON *fg_st_dir_config(const fg_st_dir *d);
 /* Top-level config.json values. FG_ERR_NOT_FOUND without config or key, FG_ERR_TYPE when
  * the value has another type (an integer getter refuses fractions). */
-fg_status fg_st_dir_config_int(const fg_st_dir *d, const char *key, int64_t *out);
-fg_status fg_st_dir_config_float(const fg_st_dir *d, const char *key, double *out);
-fg_status fg_st_dir_config_string(const fg_st_dir *d, const char *key, const char **out);
+FG_API fg_status fg_st_dir_config_int(const fg_st_dir *d, const char *key, int64_t *out);
+FG_API fg_status fg_st_dir_config_float(const fg_st_dir *d, const char *key, double *out);
+FG_API fg_status fg_st_dir_config_string(const fg_st_dir *d, const char *key, const char **out);
 
 /* Writes tensors into dir (created if missing) split greedily in the given order: a
  * tensor larger than max_shard_bytes gets a shard of its own, otherwise a shard is closed
@@ -209,7 +210,7 @@ fg_status fg_st_dir_config_string(const fg_st_dir *d, const char *key, const cha
  * sorted keys, ASCII escapes, trailing newline: the transformers layout) written last.
  * meta goes into every shard. Each file is saved atomically. max_shard_bytes == 0 means
  * FG_ST_DEFAULT_MAX_SHARD. *nshards (may be NULL) receives the shard count. */
-fg_status fg_st_save_sharded(const char *dir, const fg_st_write_tensor *tensors, size_t n,
+FG_API fg_status fg_st_save_sharded(const char *dir, const fg_st_write_tensor *tensors, size_t n,
                              const fg_st_kv *meta, size_t nmeta, uint64_t max_shard_bytes,
                              size_t *nshards);
 

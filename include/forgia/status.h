@@ -8,6 +8,8 @@
 
 #include <stdarg.h>
 
+#include "forgia/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,29 +61,29 @@ typedef enum fg_status {
 } fg_status;
 
 /* Stable upper-case name of a status, e.g. "FG_ERR_TRUNCATED". Never NULL. */
-const char *fg_status_name(fg_status s);
+FG_API const char *fg_status_name(fg_status s);
 
 /* The message of the last failure on this thread ("" when none). Valid until the next
  * forgia call on this thread. */
-const char *fg_last_error(void);
+FG_API const char *fg_last_error(void);
 
 /* Records a message for this thread and returns s, so that callers can write
  * `return fg_fail(FG_ERR_IO, "open %s: %s", path, strerror(errno));`. */
-fg_status fg_fail(fg_status s, const char *fmt, ...)
+FG_API fg_status fg_fail(fg_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-fg_status fg_failv(fg_status s, const char *fmt, va_list ap);
+FG_API fg_status fg_failv(fg_status s, const char *fmt, va_list ap);
 
 /* Prefixes the current message with context ("file.gguf: "), keeping the status. */
-fg_status fg_fail_prefix(fg_status s, const char *fmt, ...)
+FG_API fg_status fg_fail_prefix(fg_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-void fg_clear_error(void);
+FG_API void fg_clear_error(void);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "forgia/api.h"
 #include "forgia/status.h"
 
 #ifdef __cplusplus
@@ -21,19 +22,19 @@ typedef struct fg_topology_info {
   char cpu_model[128];
 } fg_topology_info;
 
-fg_status fg_topology_query(fg_topology_info *out);
+FG_API fg_status fg_topology_query(fg_topology_info *out);
 /* Writes a human-readable description (packages, NUMA nodes with their cores and memory,
  * caches) to f. */
-fg_status fg_topology_print(FILE *f);
+FG_API fg_status fg_topology_print(FILE *f);
 /* NUMA node (logical index) closest to the PCI device "dddd:bb:dd.f", -1 when unknown. */
-int fg_topology_node_of_pci(const char *bus_id);
+FG_API int fg_topology_node_of_pci(const char *bus_id);
 /* Physical cores on NUMA node `node` (all cores when node < 0). */
-int fg_topology_node_cores(int node);
+FG_API int fg_topology_node_cores(int node);
 /* Binds the calling thread to the cores of `node`. A no-op returning FG_OK on a machine
  * with one NUMA node or when node < 0. */
-fg_status fg_topology_bind_thread(int node);
+FG_API fg_status fg_topology_bind_thread(int node);
 /* Binds [ptr, ptr+bytes) to `node` before first touch; best effort, same no-op rule. */
-fg_status fg_topology_bind_memory(void *ptr, size_t bytes, int node);
+FG_API fg_status fg_topology_bind_memory(void *ptr, size_t bytes, int node);
 
 #ifdef __cplusplus
 }

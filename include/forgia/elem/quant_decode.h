@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "forgia/dtype.h"
+#include "forgia/elem/dtype_enum.h"
 #include "forgia/elem/quant_fp4.h"
 #include "forgia/elem/quant_iq.h"
 #include "forgia/elem/quant_iq4.h"

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "forgia/device.h"
-#include "host/backend.h"
-#include "host/hostmem.h"
+#include "device/backend.h"
+#include "device/hostmem.h"
 #include "forgia/elem/quant_decode.h"
 
 bool fg_build_has_cuda(void) {

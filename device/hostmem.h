@@ -1,7 +1,7 @@
 /* Page-aligned host allocations that remember their size, so they can be bound to a NUMA
  * node before first touch and registered with a GPU runtime. Internal. */
-#ifndef FORGIA_HOST_HOSTMEM_H
-#define FORGIA_HOST_HOSTMEM_H
+#ifndef FORGIA_DEVICE_HOSTMEM_H
+#define FORGIA_DEVICE_HOSTMEM_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* The table of function pointers each backend (cpu/, cuda/) fills in. Internal. */
-#ifndef FORGIA_HOST_BACKEND_H
-#define FORGIA_HOST_BACKEND_H
+#ifndef FORGIA_DEVICE_BACKEND_H
+#define FORGIA_DEVICE_BACKEND_H
 
 #include "forgia/device.h"
 #include "forgia/elem/reduce.h"

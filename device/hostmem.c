@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "host/hostmem.h"
+#include "device/hostmem.h"
 
 #include <errno.h>
 #include <stdint.h>
