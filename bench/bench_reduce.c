@@ -40,10 +40,10 @@ int main(int argc, char **argv) {
     void *dx, *dy;
     if (fg_device_open("cuda:0", &gpu) || fg_device_alloc(gpu, b.size, &dx) || fg_device_alloc(gpu, b.size, &dy)) return 1;
     fg_device_copy(gpu, dx, x, b.size, FG_COPY_H2D);
-    double t0 = fg_bench_now();
+    double t0 = fg_clock_seconds();
     for (int i = 0; i < 5; i++) fg_device_copy(gpu, dy, dx, b.size, FG_COPY_D2D);
     fg_device_sync(gpu);
-    double d2d = 5.0 * (double)b.size / (fg_bench_now() - t0) / 1e9;
+    double d2d = 5.0 * (double)b.size / (fg_clock_seconds() - t0) / 1e9;
     red_ctx g = {gpu, dx, n, 0, 0};
     t = fg_bench_time(&b, run, &g);
     fg_bench_report(&b, "cuda_sum_sumsq_read", (double)b.size / t / 1e9, "GB/s", "d2d_copy", d2d);

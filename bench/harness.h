@@ -10,6 +10,8 @@
 #ifndef FORGIA_BENCH_HARNESS_H
 #define FORGIA_BENCH_HARNESS_H
 
+#include "core/clock.h"
+
 #include <stddef.h>
 
 typedef struct fg_bench {
@@ -19,7 +21,6 @@ typedef struct fg_bench {
 } fg_bench;
 
 fg_bench fg_bench_begin(const char *name, size_t default_size, int argc, char **argv);
-double fg_bench_now(void);
 /* Runs fn(ctx) warmup times untimed, then reps times; returns the median seconds. */
 double fg_bench_time(const fg_bench *b, void (*fn)(void *), void *ctx);
 void fg_bench_report(const fg_bench *b, const char *figure, double value, const char *unit, const char *limit_name,
@@ -29,3 +30,4 @@ void fg_bench_report(const fg_bench *b, const char *figure, double value, const 
 double fg_bench_memcpy_gbs(const fg_bench *b, size_t bytes, int threads);
 
 #endif
+

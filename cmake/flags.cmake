@@ -1,7 +1,14 @@
 # Numerics contract (DESIGN.md): no contraction anywhere, so CPU and CUDA round alike.
-add_compile_options(
+# The same flags are usage requirements of forgia::forgia (CMakeLists.txt) and in forgia.pc's
+# Cflags, so that consumers compiling the elem/ headers get the library's bits too. nvcc
+# gets --fmad=false for device code and -ffp-contract=off for the host compiler.
+set(FORGIA_NUMERICS_FLAGS
   $<$<COMPILE_LANGUAGE:C,CXX>:-ffp-contract=off>
-  $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>
+  $<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:--fmad=false>
+  $<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:-Xcompiler=-ffp-contract=off>
+  $<$<COMPILE_LANG_AND_ID:CUDA,Clang>:-ffp-contract=off>)
+add_compile_options(
+  ${FORGIA_NUMERICS_FLAGS}
   $<$<COMPILE_LANGUAGE:C,CXX>:-Wall>
   $<$<COMPILE_LANGUAGE:C,CXX>:-Wextra>
   $<$<COMPILE_LANGUAGE:C>:-Wstrict-prototypes>

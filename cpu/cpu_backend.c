@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "cpu/cpu_ops.h"
 #include "forgia/topology.h"
 #include "device/backend.h"
@@ -80,9 +81,7 @@ static void cpu_event_destroy(fg_device *dev, void *e) {
 }
 static fg_status cpu_event_record(fg_device *dev, void *e, void *s) {
   (void)dev, (void)s;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  *(double *)e = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  *(double *)e = fg_clock_seconds() * 1e3;
   return FG_OK;
 }
 static fg_status cpu_event_sync(fg_device *dev, void *e) {

@@ -192,11 +192,11 @@ static char *config_path(const char *src) {
   return p;
 }
 
-static fg_status config_kvs(const fg_export_source *s, fg_gguf_writer *w) {
-  if (!fg_st_dir_config(s->st)) return FG_OK;
+static fg_status config_kvs(const fg_ckpt *s, fg_gguf_writer *w) {
+  if (!fg_st_dir_config_text(fg_ckpt_safetensors(s), NULL)) return FG_OK;
   meta_ctx c = {.w = w};
-  char *path = config_path(s->path);
-  if (!path) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", s->path);
+  char *path = config_path(fg_ckpt_path(s));
+  if (!path) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", fg_ckpt_path(s));
   c.where = path;
   size_t len = 0;
   char *text = read_text(path, &len);
@@ -218,17 +218,18 @@ static fg_status config_kvs(const fg_export_source *s, fg_gguf_writer *w) {
   return st;
 }
 
-fg_status fg_export_st_metadata(const fg_export_source *s, fg_gguf_writer *w) {
+fg_status fg_export_st_metadata(const fg_ckpt *s, fg_gguf_writer *w) {
   fg_status st = config_kvs(s, w);
   if (st) return st;
-  if (fg_st_dir_shard_count(s->st) == 0) return FG_OK;
-  const fg_st_file *f = fg_st_dir_shard(s->st, 0);
+  const fg_st_dir *d = fg_ckpt_safetensors(s);
+  if (fg_st_dir_shard_count(d) == 0) return FG_OK;
+  const fg_st_file *f = fg_st_dir_shard(d, 0);
   for (size_t i = 0; i < fg_st_metadata_count(f); i++) {
     const char *k, *v;
     if (!fg_st_metadata_at(f, i, &k, &v)) break;
     size_t kl = strlen(k);
     char *key = malloc(kl + sizeof "safetensors.metadata.");
-    if (!key) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", s->path);
+    if (!key) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", fg_ckpt_path(s));
     snprintf(key, kl + sizeof "safetensors.metadata.", "safetensors.metadata.%s", k);
     st = fg_gguf_writer_set_str(w, key, v, strlen(v));
     free(key);

@@ -83,12 +83,38 @@ static bool ends_with(const char *s, const char *suffix) {
 
 static bool is_float(fg_dtype t) { return t == FG_F32 || t == FG_F16 || t == FG_BF16; }
 
+/* Checks that GGUF can carry a tensor and fills its GGUF description: ndim 1..4, ne and the
+ * row-major shape (a 0-dim scalar becomes ne = {1}). Always true of a GGUF source. */
+static fg_status gguf_shape(const char *path, const fg_ckpt_tensor *x, fg_export_tensor *t) {
+  if (x->name_len == 0 || x->name_len >= FG_GGUF_MAX_NAME || memchr(x->name, 0, x->name_len))
+    return fg_fail(FG_ERR_BAD_STRING, "%s: tensor '%s': name of %zu bytes cannot be a GGUF tensor name "
+                   "(expected 1..%u bytes without NUL)", path, x->name, x->name_len, FG_GGUF_MAX_NAME - 1);
+  if (fg_dtype_ggml_code(x->dtype) < 0)
+    return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s has no GGUF type", path, x->name,
+                   fg_dtype_info(x->dtype)->st_tag);
+  if (x->ndim > FG_GGUF_MAX_DIMS)
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%s': %d dims, GGUF holds at most %d", path, x->name,
+                   x->ndim, FG_GGUF_MAX_DIMS);
+  t->name = x->name;
+  memset(t->shape, 0, sizeof t->shape);
+  if (x->ndim == 0) {
+    t->ndim = 1;
+    t->shape[0] = 1;
+  } else {
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, (size_t)x->ndim * sizeof *x->shape);
+  }
+  memcpy(t->ne, x->ne, sizeof t->ne);
+  t->src_dtype = x->dtype;
+  t->src_bytes = x->nbytes;
+  return FG_OK;
+}
+
 /* Decides one tensor. Returns an error only for a refused requantization or an expert type
  * that cannot be decoded. */
-static fg_status decide(const char *path, const fg_export_options *opt, const fg_export_src_tensor *s,
-                        fg_export_tensor *t) {
-  t->expert = ends_with(s->name, "_exps.weight");
-  t->dst_dtype = s->dtype;
+static fg_status decide(const char *path, const fg_export_options *opt, fg_export_tensor *t) {
+  t->expert = ends_with(t->name, "_exps.weight");
+  t->dst_dtype = t->src_dtype;
   t->action = FG_EXPORT_ACTION_COPY;
   fg_export_target tg = opt->dtype;
   if (t->expert && opt->experts.mode != FG_EXPORT_MODE_UNSET) tg = opt->experts;
@@ -96,31 +122,32 @@ static fg_status decide(const char *path, const fg_export_options *opt, const fg
     t->why = FG_EXPORT_WHY_VERBATIM;
     return FG_OK;
   }
-  if (s->ndim < 2) {
+  const fg_dtype src = t->src_dtype;
+  if (t->ndim < 2) {
     t->why = FG_EXPORT_WHY_NOT_MATRIX;
-  } else if (!ends_with(s->name, ".weight")) {
+  } else if (!ends_with(t->name, ".weight")) {
     t->why = FG_EXPORT_WHY_NOT_WEIGHT;
-  } else if (strstr(s->name, "norm")) {
+  } else if (strstr(t->name, "norm")) {
     t->why = FG_EXPORT_WHY_NORM;
-  } else if (s->dtype == tg.dtype) {
+  } else if (src == tg.dtype) {
     t->why = FG_EXPORT_WHY_SAME;
-  } else if (!is_float(s->dtype) && !fg_dtype_info(s->dtype)->is_quant) {
+  } else if (!is_float(src) && !fg_dtype_info(src)->is_quant) {
     t->why = FG_EXPORT_WHY_SOURCE;
   } else {
-    const bool quant_src = fg_dtype_info(s->dtype)->is_quant;
+    const bool quant_src = fg_dtype_info(src)->is_quant;
     const bool quant_dst = fg_dtype_info(tg.dtype)->is_quant;
     const bool by_experts = t->expert && opt->experts.mode == FG_EXPORT_MODE_DTYPE;
     if (quant_src && quant_dst && !by_experts)
       return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s' is already %s; --dtype %s would requantize it "
                      "(chain requantization compounds the error): export it verbatim, or to f32/f16/bf16, "
-                     "or use --experts-dtype for *_exps.weight tensors", path, s->name,
-                     fg_dtype_name(s->dtype), fg_dtype_name(tg.dtype));
-    if (s->ne[0] % fg_dtype_info(tg.dtype)->block_elems != 0) {
+                     "or use --experts-dtype for *_exps.weight tensors", path, t->name,
+                     fg_dtype_name(src), fg_dtype_name(tg.dtype));
+    if (t->ne[0] % fg_dtype_info(tg.dtype)->block_elems != 0) {
       t->why = FG_EXPORT_WHY_ROW;
     } else {
-      if (quant_src && !fg_quant_can_decode(s->dtype))
+      if (quant_src && !fg_quant_can_decode(src))
         return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s': this build cannot decode %s, so it cannot be "
-                       "transcoded to %s", path, s->name, fg_dtype_name(s->dtype), fg_dtype_name(tg.dtype));
+                       "transcoded to %s", path, t->name, fg_dtype_name(src), fg_dtype_name(tg.dtype));
       t->why = FG_EXPORT_WHY_TARGET;
       t->dst_dtype = tg.dtype;
       t->action = !quant_src ? FG_EXPORT_ACTION_CONVERT : quant_dst ? FG_EXPORT_ACTION_REQUANT : FG_EXPORT_ACTION_DEQUANT;
@@ -129,50 +156,51 @@ static fg_status decide(const char *path, const fg_export_options *opt, const fg
   return FG_OK;
 }
 
-fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_options *opt,
-                                fg_export_plan **out) {
+static fg_status plan_tensors(fg_export_plan *p) {
+  const char *path = fg_ckpt_path(p->src);
+  fg_status st = FG_OK;
+  /* Every tensor must fit in GGUF before any target is looked at. */
+  for (size_t i = 0; !st && i < p->n; i++) st = gguf_shape(path, fg_ckpt_tensor_at(p->src, i), &p->t[i]);
+  const fg_export_target *tgs[2] = {&p->opt.dtype, &p->opt.experts};
+  for (int k = 0; !st && k < 2; k++) {
+    if (tgs[k]->mode == FG_EXPORT_MODE_DTYPE &&
+        (fg_export_file_type(tgs[k]->dtype, NULL) != FG_OK || !fg_quant_can_encode(tgs[k]->dtype)))
+      st = fg_fail(FG_ERR_UNSUPPORTED, "export: %s is not an export target in this build",
+                   fg_dtype_name(tgs[k]->dtype));
+  }
+  for (size_t i = 0; !st && i < p->n; i++) {
+    fg_export_tensor *t = &p->t[i];
+    st = decide(path, &p->opt, t);
+    uint64_t numel = 1;
+    for (uint32_t d = 0; !st && d < 4; d++) {
+      if (t->ne[d] && numel > UINT64_MAX / t->ne[d])
+        st = fg_fail(FG_ERR_OVERFLOW, "%s: tensor '%s': element count overflows", path, t->name);
+      numel *= t->ne[d];
+    }
+    if (!st) st = fg_dtype_nbytes(t->dst_dtype, numel, &t->dst_bytes);
+  }
+  return st;
+}
+
+fg_status fg_export_plan_create(const fg_ckpt *src, const fg_export_options *opt, fg_export_plan **out) {
   if (!src || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_plan_create: NULL argument");
   *out = NULL;
   static const fg_export_options defaults = {{FG_EXPORT_MODE_UNSET, FG_F32}, {FG_EXPORT_MODE_UNSET, FG_F32}, 0};
   if (!opt) opt = &defaults;
-  const fg_export_target *tgs[2] = {&opt->dtype, &opt->experts};
-  for (int k = 0; k < 2; k++) {
-    if (tgs[k]->mode == FG_EXPORT_MODE_DTYPE &&
-        (fg_export_file_type(tgs[k]->dtype, NULL) != FG_OK || !fg_quant_can_encode(tgs[k]->dtype)))
-      return fg_fail(FG_ERR_UNSUPPORTED, "export: %s is not an export target in this build",
-                     fg_dtype_name(tgs[k]->dtype));
-  }
   fg_export_plan *p = calloc(1, sizeof *p);
   if (!p) return fg_fail(FG_ERR_NOMEM, "export: out of memory");
   p->src = src;
   p->opt = *opt;
   if (p->opt.chunk_bytes == 0) p->opt.chunk_bytes = 64ull << 20;
-  p->n = src->n;
+  p->n = fg_ckpt_count(src);
   if (p->n && !(p->t = calloc(p->n, sizeof *p->t))) {
     free(p);
-    return fg_fail(FG_ERR_NOMEM, "export: out of memory for a plan of %zu tensors", src->n);
+    return fg_fail(FG_ERR_NOMEM, "export: out of memory for a plan of %zu tensors", fg_ckpt_count(src));
   }
-  for (size_t i = 0; i < p->n; i++) {
-    const fg_export_src_tensor *s = &src->t[i];
-    fg_export_tensor *t = &p->t[i];
-    t->name = s->name;
-    t->ndim = s->ndim;
-    memcpy(t->ne, s->ne, sizeof t->ne);
-    memcpy(t->shape, s->shape, sizeof t->shape);
-    t->src_dtype = s->dtype;
-    t->src_bytes = s->nbytes;
-    fg_status st = decide(src->path, &p->opt, s, t);
-    uint64_t numel = 1;
-    for (uint32_t d = 0; !st && d < 4; d++) {
-      if (t->ne[d] && numel > UINT64_MAX / t->ne[d])
-        st = fg_fail(FG_ERR_OVERFLOW, "%s: tensor '%s': element count overflows", src->path, s->name);
-      numel *= t->ne[d];
-    }
-    if (!st) st = fg_dtype_nbytes(t->dst_dtype, numel, &t->dst_bytes);
-    if (st) {
-      fg_export_plan_free(p);
-      return st;
-    }
+  fg_status st = plan_tensors(p);
+  if (st) {
+    fg_export_plan_free(p);
+    return st;
   }
   *out = p;
   return FG_OK;

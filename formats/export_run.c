@@ -18,29 +18,29 @@ static bool any_block_output(const fg_export_plan *p) {
 }
 
 static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
-  const fg_export_source *s = p->src;
+  const fg_gguf_file *g = fg_ckpt_gguf(p->src);
   fg_status st;
   uint32_t ftype;
   const bool set_ftype = fg_export_plan_file_type(p, &ftype);
-  if (s->gguf) {
-    if ((st = fg_gguf_writer_copy_all_kv(w, s->gguf, fg_export_split_keys, 3))) return st;
+  if (g) {
+    if ((st = fg_gguf_writer_copy_all_kv(w, g, fg_export_split_keys, 3))) return st;
     /* set_u32 replaces in place, so a present key keeps its position (and gets UINT32). */
     if (set_ftype && (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype))) return st;
-    if (any_block_output(p) && fg_gguf_key_index(s->gguf, "general.quantization_version") < 0 &&
+    if (any_block_output(p) && fg_gguf_key_index(g, "general.quantization_version") < 0 &&
         (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2)))
       return st;
     return FG_OK;
   }
   if (set_ftype && (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype))) return st;
   if (any_block_output(p) && (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2))) return st;
-  return fg_export_st_metadata(s, w);
+  return fg_export_st_metadata(p->src, w);
 }
 
 static fg_status declare_tensors(const fg_export_plan *p, fg_gguf_writer *w) {
   for (size_t i = 0; i < p->n; i++) {
     const fg_export_tensor *t = &p->t[i];
     fg_status st = fg_gguf_writer_declare_tensor(w, t->name, t->dst_dtype, t->ndim, t->ne);
-    if (st) return fg_fail_prefix(st, "%s: ", p->src->path);
+    if (st) return fg_fail_prefix(st, "%s: ", fg_ckpt_path(p->src));
   }
   return FG_OK;
 }
@@ -59,7 +59,8 @@ typedef struct fg_export_cursor {
 static fg_status report(fg_export_cursor *c, uint64_t bytes) {
   c->prog.bytes_done += bytes;
   if (c->fn && !c->fn(&c->prog, c->user))
-    return fg_fail(FG_ERR_STATE, "%s: export cancelled at tensor '%s'", c->p->src->path, c->prog.tensor->name);
+    return fg_fail(FG_ERR_STATE, "%s: export cancelled at tensor '%s'", fg_ckpt_path(c->p->src),
+                   c->prog.tensor->name);
   return FG_OK;
 }
 
@@ -72,14 +73,20 @@ static fg_status grow(void **buf, size_t *cap, size_t need, const char *what) {
   return FG_OK;
 }
 
+/* The mapping holding a tensor's bytes, for paging hints (offsets are absolute in it). */
+static const fg_mapping *map_of(const fg_export_cursor *c, const fg_ckpt_tensor *s) {
+  return fg_ckpt_file_at(c->p->src, s->file)->map;
+}
+
 /* Bytes unchanged: written straight from the mapping in chunks, released behind. */
-static fg_status copy_tensor(fg_export_cursor *c, const fg_export_src_tensor *s) {
+static fg_status copy_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s) {
   const uint64_t step = c->p->opt.chunk_bytes;
+  const fg_mapping *map = map_of(c, s);
   for (uint64_t off = 0; off < s->nbytes; off += step) {
     uint64_t len = s->nbytes - off < step ? s->nbytes - off : step;
-    fg_mapping_prefetch(s->map, s->map_off + off, len);
+    fg_mapping_prefetch(map, s->offset + off, len);
     fg_status st = fg_gguf_writer_write_data(c->w, s->data + off, len);
-    fg_mapping_evict(s->map, s->map_off + off, len);
+    fg_mapping_evict(map, s->offset + off, len);
     if (st || (st = report(c, len))) return st;
   }
   return FG_OK;
@@ -87,9 +94,9 @@ static fg_status copy_tensor(fg_export_cursor *c, const fg_export_src_tensor *s)
 
 /* Decode a run of rows to f32, encode to the target, write; the chunk is as many whole rows
  * as fit in chunk_bytes of f32 (at least one). */
-static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tensor *s,
-                                  const fg_export_tensor *t) {
-  const char *path = c->p->src->path;
+static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, const fg_export_tensor *t) {
+  const char *path = fg_ckpt_path(c->p->src);
+  const fg_mapping *map = map_of(c, s);
   const uint64_t n = t->ne[0];
   const uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
   uint64_t src_row = 0, dst_row = 0;
@@ -109,9 +116,9 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_export_src_tenso
   for (uint64_t r = 0; r < rows; r += per) {
     uint64_t k = rows - r < per ? rows - r : per;
     uint64_t off = r * src_row, len = k * src_row;
-    fg_mapping_prefetch(s->map, s->map_off + off, len);
+    fg_mapping_prefetch(map, s->offset + off, len);
     st = fg_quant_decode_rows(t->src_dtype, s->data + off, (size_t)len, c->fbuf, (int64_t)k, (int64_t)n);
-    fg_mapping_evict(s->map, s->map_off + off, len);
+    fg_mapping_evict(map, s->offset + off, len);
     if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
     const void *outp = c->fbuf; /* an f32 target is the decoded chunk itself */
     if (t->dst_dtype != FG_F32) {
@@ -138,7 +145,8 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
   for (size_t i = 0; !st && i < p->n; i++) {
     const fg_export_tensor *t = &p->t[i];
     c.prog.tensor = t;
-    st = t->action == FG_EXPORT_ACTION_COPY ? copy_tensor(&c, &p->src->t[i]) : transcode_tensor(&c, &p->src->t[i], t);
+    const fg_ckpt_tensor *s = fg_ckpt_tensor_at(p->src, i);
+    st = t->action == FG_EXPORT_ACTION_COPY ? copy_tensor(&c, s) : transcode_tensor(&c, s, t);
     c.prog.tensors_done = i + 1;
     if (!st) st = report(&c, 0);
   }

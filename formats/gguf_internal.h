@@ -6,37 +6,21 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/name_table.h"
 #include "forgia/elem/bytes.h"
 #include "forgia/gguf.h"
 
 /* Smallest possible encodings, used to reject header counts that the remaining bytes
  * cannot hold before anything is allocated. A KV: key length (8), a 1-byte key, the type
- * (4) and a 1-byte value. A tensor info: name length (8), a 1-byte name, n_dims (4), one
- * dim (8), type (4), offset (8). */
+ * (4) and a 1-byte value. A tensor info: name length (8), an empty name, n_dims (4) of 0,
+ * type (4), offset (8). */
 #define FG_GGUF_MIN_KV_BYTES 14u
-#define FG_GGUF_MIN_TENSOR_BYTES 33u
+#define FG_GGUF_MIN_TENSOR_BYTES 24u
 #define FG_GGUF_KEY_ALIGNMENT "general.alignment"
 
-/* Open-addressing table from names to indices; the names themselves live elsewhere and
- * are fetched through a callback, so the table is shared by parser and writer. */
-typedef fg_gguf_str (*fg_gguf_name_at)(const void *ctx, uint64_t i);
-typedef struct fg_gguf_hash {
-  uint64_t *hashes; /* per slot; unused when idx1 is 0 */
-  uint64_t *idx1;   /* index + 1; 0 marks an empty slot */
-  uint64_t cap;     /* power of two, or 0 */
-  uint64_t used;
-} fg_gguf_hash;
-
-uint64_t fg_gguf_hash_bytes(const void *s, size_t n);
-void fg_gguf_hash_free(fg_gguf_hash *h);
-/* Sizes the table for n names (clears it). */
-fg_status fg_gguf_hash_reset(fg_gguf_hash *h, uint64_t n);
-/* Index of the name, or -1. */
-int64_t fg_gguf_hash_find(const fg_gguf_hash *h, const char *s, size_t n, fg_gguf_name_at at, const void *ctx);
-/* Inserts idx under name (grows as needed); when the name is present already, stores
- * nothing and sets *dup to the existing index (else -1). */
-fg_status fg_gguf_hash_insert(fg_gguf_hash *h, const char *s, size_t n, uint64_t idx,
-                              fg_gguf_name_at at, const void *ctx, int64_t *dup);
+/* Names -> indices: the shared table of core/name_table.h; these return the name of
+ * KV / tensor i for it. */
+typedef fg_name (*fg_gguf_name_at)(const void *ctx, uint64_t i);
 
 /* One parsed KV; every pointer borrows from the part-1 mapping. */
 typedef struct fg_gguf_kvrec {
@@ -68,12 +52,12 @@ struct fg_gguf_file {
   uint64_t n_kv;
   fg_gguf_tensor *tensors;
   uint64_t n_tensors;
-  fg_gguf_hash kv_index;
-  fg_gguf_hash tensor_index;
+  fg_name_table kv_index;
+  fg_name_table tensor_index;
 };
 
-fg_gguf_str fg_gguf_kv_name_at(const void *file, uint64_t i);
-fg_gguf_str fg_gguf_tensor_name_at(const void *file, uint64_t i);
+fg_name fg_gguf_kv_name_at(const void *file, uint64_t i);
+fg_name fg_gguf_tensor_name_at(const void *file, uint64_t i);
 /* Frees everything a (possibly half-built) file owns. */
 void fg_gguf_file_destroy(fg_gguf_file *f);
 
@@ -86,9 +70,16 @@ fg_status fg_gguf_tensor_nbytes(const char *what, fg_dtype dtype, uint32_t ndim,
 /* Power-of-two padding: round x up to a multiple of a. */
 static inline uint64_t fg_gguf_pad(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 
-/* Widening reads of one scalar element of a metadata type. */
+/* Reads of one scalar element of a metadata type. For an integer type, _int and _u64 give
+ * the value as int64 / uint64 (a UINT64 >= 2^63 wraps in _int, a negative value in _u64:
+ * fg_gguf_scalar_sign tells which fits); _float takes the float types and converts integer
+ * types to the nearest double. */
 int64_t fg_gguf_scalar_int(uint32_t type, const uint8_t *p);
+uint64_t fg_gguf_scalar_u64(uint32_t type, const uint8_t *p);
 double fg_gguf_scalar_float(uint32_t type, const uint8_t *p);
+/* For an integer type: -1 when the value is negative, +1 when it is >= 2^63 (UINT64 only),
+ * 0 otherwise (it fits both int64 and uint64). */
+int fg_gguf_scalar_sign(uint32_t type, const uint8_t *p);
 static inline int fg_gguf_type_is_int(uint32_t t) {
   return t <= FG_GGUF_INT32 || t == FG_GGUF_UINT64 || t == FG_GGUF_INT64;
 }

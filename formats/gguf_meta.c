@@ -14,29 +14,55 @@ static fg_status array_elem(const fg_gguf_array *a, uint64_t j, const char *want
   return FG_OK;
 }
 
+static const uint8_t *elem_at(const fg_gguf_array *a, uint64_t j) {
+  return a->data + j * fg_gguf_type_size(a->elem_type);
+}
+
 fg_status fg_gguf_array_int(const fg_gguf_array *a, uint64_t j, int64_t *out) {
   fg_status s = array_elem(a, j, "int");
   if (s) return s;
   if (!fg_gguf_type_is_int(a->elem_type))
     return fg_fail(FG_ERR_TYPE, "array of %s read as integers", type_str(a->elem_type));
-  *out = fg_gguf_scalar_int(a->elem_type, a->data + j * fg_gguf_type_size(a->elem_type));
+  const uint8_t *p = elem_at(a, j);
+  if (fg_gguf_scalar_sign(a->elem_type, p) > 0)
+    return fg_fail(FG_ERR_RANGE, "array element %" PRIu64 ": UINT64 value %" PRIu64 " does not fit int64 (read it with fg_gguf_array_uint)",
+                   j, fg_ld_le64(p));
+  *out = fg_gguf_scalar_int(a->elem_type, p);
+  return FG_OK;
+}
+
+fg_status fg_gguf_array_uint(const fg_gguf_array *a, uint64_t j, uint64_t *out) {
+  fg_status s = array_elem(a, j, "uint");
+  if (s) return s;
+  if (!fg_gguf_type_is_int(a->elem_type))
+    return fg_fail(FG_ERR_TYPE, "array of %s read as unsigned integers", type_str(a->elem_type));
+  const uint8_t *p = elem_at(a, j);
+  if (fg_gguf_scalar_sign(a->elem_type, p) < 0)
+    return fg_fail(FG_ERR_RANGE, "array element %" PRIu64 ": %s value %" PRId64 " is negative, expected an unsigned value",
+                   j, type_str(a->elem_type), fg_gguf_scalar_int(a->elem_type, p));
+  *out = fg_gguf_scalar_u64(a->elem_type, p);
   return FG_OK;
 }
 
 fg_status fg_gguf_array_float(const fg_gguf_array *a, uint64_t j, double *out) {
   fg_status s = array_elem(a, j, "float");
   if (s) return s;
-  if (a->elem_type != FG_GGUF_FLOAT32 && a->elem_type != FG_GGUF_FLOAT64)
-    return fg_fail(FG_ERR_TYPE, "array of %s read as floats", type_str(a->elem_type));
-  *out = fg_gguf_scalar_float(a->elem_type, a->data + j * fg_gguf_type_size(a->elem_type));
+  if (a->elem_type != FG_GGUF_FLOAT32 && a->elem_type != FG_GGUF_FLOAT64 && !fg_gguf_type_is_int(a->elem_type))
+    return fg_fail(FG_ERR_TYPE, "array of %s read as numbers", type_str(a->elem_type));
+  *out = fg_gguf_scalar_float(a->elem_type, elem_at(a, j));
   return FG_OK;
 }
 
 fg_status fg_gguf_array_bool(const fg_gguf_array *a, uint64_t j, bool *out) {
   fg_status s = array_elem(a, j, "bool");
   if (s) return s;
-  if (a->elem_type != FG_GGUF_BOOL) return fg_fail(FG_ERR_TYPE, "array of %s read as bools", type_str(a->elem_type));
-  *out = a->data[j] != 0;
+  if (a->elem_type != FG_GGUF_BOOL && !fg_gguf_type_is_int(a->elem_type))
+    return fg_fail(FG_ERR_TYPE, "array of %s read as bools", type_str(a->elem_type));
+  if (a->elem_type == FG_GGUF_BOOL) {
+    *out = a->data[j] != 0;
+  } else {
+    *out = fg_gguf_scalar_u64(a->elem_type, elem_at(a, j)) != 0;
+  }
   return FG_OK;
 }
 
@@ -57,7 +83,7 @@ size_t fg_gguf_kv_count(const fg_gguf_file *f) { return f ? f->n_kv : 0; }
 
 int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_t len) {
   if (!f || !key) return -1;
-  return fg_gguf_hash_find(&f->kv_index, key, len, fg_gguf_kv_name_at, f);
+  return fg_name_table_find(&f->kv_index, key, len, fg_gguf_kv_name_at, f);
 }
 
 int64_t fg_gguf_key_index(const fg_gguf_file *f, const char *key) {
@@ -92,7 +118,22 @@ fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out) {
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
   if (!fg_gguf_type_is_int(kv->type)) return wrong_type(f, kv, "an integer");
+  if (fg_gguf_scalar_sign(kv->type, kv->val) > 0)
+    return fg_fail(FG_ERR_RANGE, "%s: key '%.*s': UINT64 value %" PRIu64 " does not fit int64 (read it with fg_gguf_kv_uint)",
+                   fg_gguf_path(f), (int)kv->key_len, kv->key, fg_ld_le64(kv->val));
   *out = fg_gguf_scalar_int(kv->type, kv->val);
+  return FG_OK;
+}
+
+fg_status fg_gguf_kv_uint(const fg_gguf_file *f, size_t i, uint64_t *out) {
+  const fg_gguf_kvrec *kv = NULL;
+  fg_status s = kv_at(f, i, &kv);
+  if (s) return s;
+  if (!fg_gguf_type_is_int(kv->type)) return wrong_type(f, kv, "an integer");
+  if (fg_gguf_scalar_sign(kv->type, kv->val) < 0)
+    return fg_fail(FG_ERR_RANGE, "%s: key '%.*s': %s value %" PRId64 " is negative, expected an unsigned value",
+                   fg_gguf_path(f), (int)kv->key_len, kv->key, type_str(kv->type), fg_gguf_scalar_int(kv->type, kv->val));
+  *out = fg_gguf_scalar_u64(kv->type, kv->val);
   return FG_OK;
 }
 
@@ -100,7 +141,8 @@ fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
-  if (kv->type != FG_GGUF_FLOAT32 && kv->type != FG_GGUF_FLOAT64) return wrong_type(f, kv, "FLOAT32 or FLOAT64");
+  if (kv->type != FG_GGUF_FLOAT32 && kv->type != FG_GGUF_FLOAT64 && !fg_gguf_type_is_int(kv->type))
+    return wrong_type(f, kv, "a float or an integer");
   *out = fg_gguf_scalar_float(kv->type, kv->val);
   return FG_OK;
 }
@@ -109,8 +151,8 @@ fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out) {
   const fg_gguf_kvrec *kv = NULL;
   fg_status s = kv_at(f, i, &kv);
   if (s) return s;
-  if (kv->type != FG_GGUF_BOOL) return wrong_type(f, kv, "BOOL");
-  *out = kv->val[0] != 0;
+  if (kv->type != FG_GGUF_BOOL && !fg_gguf_type_is_int(kv->type)) return wrong_type(f, kv, "BOOL or an integer");
+  *out = kv->type == FG_GGUF_BOOL ? kv->val[0] != 0 : fg_gguf_scalar_u64(kv->type, kv->val) != 0;
   return FG_OK;
 }
 
@@ -172,6 +214,7 @@ static fg_status key_index(const fg_gguf_file *f, const char *key, uint64_t *i) 
     return s ? s : fg_gguf_kv_##fn(f, i, out);                           \
   }
 BY_KEY(int, int64_t)
+BY_KEY(uint, uint64_t)
 BY_KEY(float, double)
 BY_KEY(bool, bool)
 BY_KEY(str, fg_gguf_str)

@@ -55,17 +55,6 @@ static fg_status rd_str(cursor *c, const char *what, const char **ptr, uint64_t 
   return FG_OK;
 }
 
-/* Scalar values and array elements. UINT64 must be < 2^63 so that it widens to int64. */
-static fg_status check_u64(const cursor *c, const fg_gguf_kvrec *kv, const uint8_t *p, uint64_t n) {
-  for (uint64_t j = 0; j < n; j++) {
-    uint64_t v = fg_ld_le64(p + 8 * j);
-    if (v >> 63)
-      return fg_fail(FG_ERR_RANGE, "%s: key '%.*s': UINT64 value %" PRIu64 " at offset %" PRIu64 " is >= 2^63",
-                     c->path, (int)kv->key_len, kv->key, v, (uint64_t)(p + 8 * j - c->base));
-  }
-  return FG_OK;
-}
-
 static fg_status parse_array(cursor *c, fg_gguf_kvrec *kv) {
   uint32_t et;
   uint64_t count;
@@ -87,7 +76,6 @@ static fg_status parse_array(cursor *c, fg_gguf_kvrec *kv) {
   kv->count = count;
   kv->val = c->base + c->pos;
   if (et != FG_GGUF_STRING) {
-    if (et == FG_GGUF_UINT64 && (s = check_u64(c, kv, kv->val, count))) return s;
     kv->val_len = count * esz;
     c->pos += kv->val_len;
     return FG_OK;
@@ -137,7 +125,6 @@ static fg_status parse_kv(cursor *c, uint64_t i, fg_gguf_kvrec *kv) {
     if ((s = need(c, n, what))) return s;
     kv->val = c->base + c->pos;
     kv->val_len = n;
-    if (kv->type == FG_GGUF_UINT64 && (s = check_u64(c, kv, kv->val, 1))) return s;
     c->pos += n;
   }
   kv->wire = c->base + start;
@@ -168,10 +155,12 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   snprintf(what, sizeof what, "name of tensor %" PRIu64, i);
   fg_status s = rd_str(c, what, &name, &name_len);
   if (s) return s;
-  if (name_len == 0 || name_len >= FG_GGUF_MAX_NAME)
-    return fg_fail(FG_ERR_BAD_STRING, "%s: tensor %" PRIu64 " at offset %" PRIu64 ": name length %" PRIu64 ", expected 1..%u bytes",
+  /* An empty name is valid, as in ggml; 64 bytes or more is ggml's limit too. */
+  if (name_len >= FG_GGUF_MAX_NAME)
+    return fg_fail(FG_ERR_BAD_STRING, "%s: tensor %" PRIu64 " at offset %" PRIu64 ": name length %" PRIu64 ", expected at most %u bytes",
                    c->path, i, start, name_len, FG_GGUF_MAX_NAME - 1);
-  /* The name is handed out NUL-terminated, so an embedded NUL would make it ambiguous. */
+  /* The name is handed out NUL-terminated, so an embedded NUL would make it ambiguous
+   * (ggml cuts the name there instead: a documented difference, see gguf.h). */
   if (memchr(name, 0, name_len))
     return fg_fail(FG_ERR_BAD_STRING, "%s: tensor %" PRIu64 " at offset %" PRIu64 ": name contains a NUL byte", c->path, i, start);
   memcpy(t->name, name, name_len);
@@ -179,8 +168,8 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   t->name_len = (uint32_t)name_len;
   uint32_t ndim;
   if ((s = rd_u32(c, "n_dims", &ndim))) return s;
-  if (ndim < 1 || ndim > FG_GGUF_MAX_DIMS)
-    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%s' at offset %" PRIu64 ": n_dims %u, expected 1..4", c->path,
+  if (ndim > FG_GGUF_MAX_DIMS)
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%s' at offset %" PRIu64 ": n_dims %u, expected 0..4", c->path,
                    t->name, c->pos - 4, ndim);
   t->ndim = (int)ndim;
   for (int d = 0; d < 4; d++) t->ne[d] = 1;
@@ -195,7 +184,8 @@ static fg_status parse_tensor_info(cursor *c, uint64_t i, fg_gguf_tensor *t) {
   if ((s = rd_u64(c, "tensor offset", &t->offset))) return s;
   char ctx[1200];
   snprintf(ctx, sizeof ctx, "%.1000s: tensor '%s'", c->path, t->name);
-  if ((s = fg_gguf_tensor_nbytes(ctx, t->dtype, t->ndim, t->ne, &t->nbytes))) return s;
+  /* n_dims 0 is one element: sized as the 1-d [1] it equals (ne is all 1 either way). */
+  if ((s = fg_gguf_tensor_nbytes(ctx, t->dtype, t->ndim ? (uint32_t)t->ndim : 1u, t->ne, &t->nbytes))) return s;
   for (int d = 0; d < 4; d++) t->shape[d] = d < t->ndim ? t->ne[t->ndim - 1 - d] : 0;
   return FG_OK;
 }
@@ -254,14 +244,14 @@ static fg_status parse_all(cursor *c, fg_gguf_file *f) {
 
   if (n_kv && !(f->kvs = calloc((size_t)n_kv, sizeof *f->kvs)))
     return fg_fail(FG_ERR_NOMEM, "%s: no memory for %" PRIu64 " KVs", c->path, n_kv);
-  if ((s = fg_gguf_hash_reset(&f->kv_index, n_kv))) return s;
+  if ((s = fg_name_table_reset(&f->kv_index, n_kv))) return s;
   p->alignment = FG_GGUF_DEFAULT_ALIGNMENT;
   for (uint64_t i = 0; i < n_kv; i++) {
     fg_gguf_kvrec *kv = &f->kvs[i];
     f->n_kv = i + 1; /* so that destroy frees this record's offsets */
     if ((s = parse_kv(c, i, kv))) return s;
     int64_t dup;
-    if ((s = fg_gguf_hash_insert(&f->kv_index, kv->key, kv->key_len, i, fg_gguf_kv_name_at, f, &dup))) return s;
+    if ((s = fg_name_table_insert(&f->kv_index, kv->key, kv->key_len, i, fg_gguf_kv_name_at, f, &dup))) return s;
     if (dup >= 0)
       return fg_fail(FG_ERR_DUPLICATE, "%s: key '%.*s' at offset %" PRIu64 " duplicates KV %" PRId64, c->path,
                      (int)kv->key_len, kv->key, (uint64_t)(kv->wire - c->base), dup);
@@ -272,14 +262,14 @@ static fg_status parse_all(cursor *c, fg_gguf_file *f) {
 
   if (n_tensors && !(f->tensors = calloc((size_t)n_tensors, sizeof *f->tensors)))
     return fg_fail(FG_ERR_NOMEM, "%s: no memory for %" PRIu64 " tensors", c->path, n_tensors);
-  if ((s = fg_gguf_hash_reset(&f->tensor_index, n_tensors))) return s;
+  if ((s = fg_name_table_reset(&f->tensor_index, n_tensors))) return s;
   for (uint64_t i = 0; i < n_tensors; i++) {
     fg_gguf_tensor *t = &f->tensors[i];
     uint64_t at = c->pos;
     if ((s = parse_tensor_info(c, i, t))) return s;
     f->n_tensors = i + 1;
     int64_t dup;
-    if ((s = fg_gguf_hash_insert(&f->tensor_index, t->name, t->name_len, i, fg_gguf_tensor_name_at, f, &dup)))
+    if ((s = fg_name_table_insert(&f->tensor_index, t->name, t->name_len, i, fg_gguf_tensor_name_at, f, &dup)))
       return s;
     if (dup >= 0)
       return fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%s' at offset %" PRIu64 " duplicates tensor %" PRId64, c->path,
@@ -339,8 +329,8 @@ void fg_gguf_file_destroy(fg_gguf_file *f) {
   for (uint64_t i = 0; i < f->n_kv; i++) free(f->kvs[i].str_offs);
   free(f->kvs);
   free(f->tensors);
-  fg_gguf_hash_free(&f->kv_index);
-  fg_gguf_hash_free(&f->tensor_index);
+  fg_name_table_free(&f->kv_index);
+  fg_name_table_free(&f->tensor_index);
   for (uint32_t i = 0; i < f->n_parts; i++) fg_mapping_release(f->parts[i].map);
   free(f->parts);
   free(f);
@@ -348,14 +338,14 @@ void fg_gguf_file_destroy(fg_gguf_file *f) {
 
 void fg_gguf_close(fg_gguf_file *f) { fg_gguf_file_destroy(f); }
 
-fg_gguf_str fg_gguf_kv_name_at(const void *file, uint64_t i) {
+fg_name fg_gguf_kv_name_at(const void *file, uint64_t i) {
   const fg_gguf_file *f = file;
-  return (fg_gguf_str){f->kvs[i].key, f->kvs[i].key_len};
+  return (fg_name){f->kvs[i].key, (size_t)f->kvs[i].key_len};
 }
 
-fg_gguf_str fg_gguf_tensor_name_at(const void *file, uint64_t i) {
+fg_name fg_gguf_tensor_name_at(const void *file, uint64_t i) {
   const fg_gguf_file *f = file;
-  return (fg_gguf_str){f->tensors[i].name, f->tensors[i].name_len};
+  return (fg_name){f->tensors[i].name, f->tensors[i].name_len};
 }
 
 uint32_t fg_gguf_version(const fg_gguf_file *f) { return f ? f->parts[0].version : 0; }

@@ -68,14 +68,14 @@ static fg_status merge(fg_gguf_file **parts, uint32_t n, fg_gguf_file **out) {
   m->tensors = total ? calloc((size_t)total, sizeof *m->tensors) : NULL;
   fg_status s = FG_OK;
   if (!m->parts || (total && !m->tensors)) s = fg_fail(FG_ERR_NOMEM, "split merge: out of memory");
-  if (!s) s = fg_gguf_hash_reset(&m->tensor_index, total);
+  if (!s) s = fg_name_table_reset(&m->tensor_index, total);
   for (uint32_t i = 0; !s && i < n; i++) {
     for (uint64_t j = 0; j < parts[i]->n_tensors; j++) {
       fg_gguf_tensor *t = &m->tensors[m->n_tensors];
       *t = parts[i]->tensors[j];
       t->part = i;
       int64_t dup;
-      if ((s = fg_gguf_hash_insert(&m->tensor_index, t->name, t->name_len, m->n_tensors, fg_gguf_tensor_name_at, m, &dup)))
+      if ((s = fg_name_table_insert(&m->tensor_index, t->name, t->name_len, m->n_tensors, fg_gguf_tensor_name_at, m, &dup)))
         break;
       if (dup >= 0) {
         s = fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%s' is also in part %zu", fg_gguf_path(parts[i]), t->name,

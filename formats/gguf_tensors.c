@@ -12,7 +12,7 @@ const fg_gguf_tensor *fg_gguf_tensor_at(const fg_gguf_file *f, size_t i) {
 
 const fg_gguf_tensor *fg_gguf_find_tensor_n(const fg_gguf_file *f, const char *name, size_t len) {
   if (!f || !name) return NULL;
-  int64_t i = fg_gguf_hash_find(&f->tensor_index, name, len, fg_gguf_tensor_name_at, f);
+  int64_t i = fg_name_table_find(&f->tensor_index, name, len, fg_gguf_tensor_name_at, f);
   return i < 0 ? NULL : &f->tensors[i];
 }
 

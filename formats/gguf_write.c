@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-fg_gguf_str fg_gguf_wkv_name_at(const void *wp, uint64_t i) {
+fg_name fg_gguf_wkv_name_at(const void *wp, uint64_t i) {
   const fg_gguf_writer *w = wp;
-  return (fg_gguf_str){(const char *)w->kvs[i].wire + 8, w->kvs[i].key_len};
+  return (fg_name){(const char *)w->kvs[i].wire + 8, (size_t)w->kvs[i].key_len};
 }
 
-static fg_gguf_str wt_name_at(const void *wp, uint64_t i) {
+static fg_name wt_name_at(const void *wp, uint64_t i) {
   const fg_gguf_writer *w = wp;
-  return (fg_gguf_str){w->tensors[i].name, w->tensors[i].name_len};
+  return (fg_name){w->tensors[i].name, w->tensors[i].name_len};
 }
 
 fg_status fg_gguf_writer_create(fg_gguf_writer **out) {
@@ -22,14 +22,14 @@ fg_status fg_gguf_writer_create(fg_gguf_writer **out) {
   if (!w) return fg_fail(FG_ERR_NOMEM, "fg_gguf_writer_create: out of memory");
   w->version = 3;
   w->alignment = FG_GGUF_DEFAULT_ALIGNMENT;
-  w->fd = -1;
+  w->out = (fg_atomic_file)FG_ATOMIC_FILE_INIT;
   *out = w;
   return FG_OK;
 }
 
 static fg_status frozen(const fg_gguf_writer *w, const char *fn) {
   if (!w) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL writer", fn);
-  if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "%s: a streaming write is in progress; metadata and tensors are frozen", fn);
+  if (fg_atomic_file_open(&w->out)) return fg_fail(FG_ERR_STATE, "%s: a streaming write is in progress; metadata and tensors are frozen", fn);
   return FG_OK;
 }
 
@@ -64,7 +64,7 @@ static fg_status put_kv(fg_gguf_writer *w, uint8_t *wire, uint64_t wire_len) {
       return fg_fail(FG_ERR_BAD_ALIGNMENT, "GGUF writer: general.alignment %u, expected a power of two <= 2^20", align);
     }
   }
-  int64_t i = fg_gguf_hash_find(&w->kv_index, key, key_len, fg_gguf_wkv_name_at, w);
+  int64_t i = fg_name_table_find(&w->kv_index, key, key_len, fg_gguf_wkv_name_at, w);
   if (i >= 0) {
     free(w->kvs[i].wire);
     w->kvs[i].wire = wire;
@@ -82,7 +82,7 @@ static fg_status put_kv(fg_gguf_writer *w, uint8_t *wire, uint64_t wire_len) {
     }
     w->kvs[w->n_kv] = (fg_gguf_wkv){wire, wire_len, key_len};
     int64_t dup;
-    fg_status s = fg_gguf_hash_insert(&w->kv_index, key, key_len, w->n_kv, fg_gguf_wkv_name_at, w, &dup);
+    fg_status s = fg_name_table_insert(&w->kv_index, key, key_len, w->n_kv, fg_gguf_wkv_name_at, w, &dup);
     if (s) {
       free(wire);
       return s;
@@ -133,8 +133,6 @@ fg_status fg_gguf_writer_set_i64(fg_gguf_writer *w, const char *k, int64_t v) { 
 fg_status fg_gguf_writer_set_bool(fg_gguf_writer *w, const char *k, bool v) { return set_scalar(w, k, FG_GGUF_BOOL, v ? 1 : 0); }
 
 fg_status fg_gguf_writer_set_u64(fg_gguf_writer *w, const char *k, uint64_t v) {
-  /* Readers (this one included) reject UINT64 >= 2^63, so it is never written. */
-  if (v >> 63) return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s': UINT64 %" PRIu64 " is >= 2^63", k ? k : "", v);
   return set_scalar(w, k, FG_GGUF_UINT64, v);
 }
 
@@ -168,10 +166,6 @@ fg_status fg_gguf_writer_set_array(fg_gguf_writer *w, const char *key, fg_gguf_t
   if (!esz) return fg_fail(FG_ERR_BAD_VALUE_TYPE, "GGUF writer: key '%.40s': array element type %d is not a scalar type", k, (int)et);
   if (count > FG_GGUF_MAX_ARRAY) return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s': %" PRIu64 " elements exceed 2^30", k, count);
   if (!elems && count) return fg_fail(FG_ERR_INVALID_ARG, "GGUF writer: key '%.40s': NULL elements", k);
-  if (et == FG_GGUF_UINT64)
-    for (uint64_t j = 0; j < count; j++)
-      if (fg_ld_le64((const uint8_t *)elems + 8 * j) >> 63)
-        return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s': UINT64 element %" PRIu64 " is >= 2^63", k, j);
   uint8_t *wire, *val;
   uint64_t n;
   fg_status s = new_kv(w, key, FG_GGUF_ARRAY, 12 + count * esz, &wire, &n, &val);
@@ -249,21 +243,21 @@ fg_status fg_gguf_writer_remove_kv(fg_gguf_writer *w, const char *key) {
   fg_status s = frozen(w, "fg_gguf_writer_remove_kv");
   if (s) return s;
   if (!key) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_remove_kv: NULL key");
-  int64_t i = fg_gguf_hash_find(&w->kv_index, key, strlen(key), fg_gguf_wkv_name_at, w);
+  int64_t i = fg_name_table_find(&w->kv_index, key, strlen(key), fg_gguf_wkv_name_at, w);
   if (i < 0) return fg_fail(FG_ERR_NOT_FOUND, "GGUF writer: no key '%s' to remove", key);
   /* Rebuild the index first so that a failure leaves the writer unchanged. */
-  fg_gguf_hash h = {0};
-  if ((s = fg_gguf_hash_reset(&h, w->n_kv))) return s;
+  fg_name_table h = {0};
+  if ((s = fg_name_table_reset(&h, w->n_kv))) return s;
   uint8_t *gone = w->kvs[i].wire;
   int align = is_alignment_key(key, strlen(key));
   memmove(&w->kvs[i], &w->kvs[i + 1], (size_t)(w->n_kv - (uint64_t)i - 1) * sizeof *w->kvs);
   w->n_kv--;
   for (uint64_t j = 0; j < w->n_kv; j++) {
     int64_t dup;
-    fg_gguf_str k = fg_gguf_wkv_name_at(w, j);
-    (void)fg_gguf_hash_insert(&h, k.ptr, k.len, j, fg_gguf_wkv_name_at, w, &dup); /* sized: cannot grow */
+    fg_name k = fg_gguf_wkv_name_at(w, j);
+    (void)fg_name_table_insert(&h, k.ptr, k.len, j, fg_gguf_wkv_name_at, w, &dup); /* sized: cannot grow */
   }
-  fg_gguf_hash_free(&w->kv_index);
+  fg_name_table_free(&w->kv_index);
   w->kv_index = h;
   free(gone);
   if (align) w->alignment = FG_GGUF_DEFAULT_ALIGNMENT;
@@ -289,7 +283,7 @@ static fg_status add(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32
   if (has_data && (nbytes != size || (!data && size)))
     return fg_fail(FG_ERR_INVALID_ARG, "%s: %" PRIu64 " data bytes, expected %" PRIu64 " for its shape and %s", what,
                    nbytes, size, fg_dtype_name(dtype));
-  if (fg_gguf_hash_find(&w->tensor_index, name, len, wt_name_at, w) >= 0)
+  if (fg_name_table_find(&w->tensor_index, name, len, wt_name_at, w) >= 0)
     return fg_fail(FG_ERR_DUPLICATE, "%s: a tensor of that name was added already", what);
   if (w->n_tensors == w->cap_tensors) {
     uint64_t cap = w->cap_tensors ? w->cap_tensors * 2 : 16;
@@ -309,7 +303,7 @@ static fg_status add(fg_gguf_writer *w, const char *name, fg_dtype dtype, uint32
   t->data = data;
   t->has_data = has_data;
   int64_t dup;
-  if ((s = fg_gguf_hash_insert(&w->tensor_index, name, len, w->n_tensors, wt_name_at, w, &dup))) return s;
+  if ((s = fg_name_table_insert(&w->tensor_index, name, len, w->n_tensors, wt_name_at, w, &dup))) return s;
   w->n_tensors++;
   return FG_OK;
 }

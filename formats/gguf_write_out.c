@@ -72,7 +72,7 @@ static fg_status need_all_data(const fg_gguf_writer *w) {
 
 fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t *len) {
   if (!w || !out || !len) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_finish_mem: NULL argument");
-  if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_finish_mem: a streaming write is in progress");
+  if (fg_atomic_file_open(&w->out)) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_finish_mem: a streaming write is in progress");
   uint64_t hu = 0, hp = 0, dn = 0;
   fg_status s;
   if ((s = need_all_data(w)) || (s = header_size(w, &hu, &hp)) || (s = data_size(w, &dn))) return s;
@@ -93,42 +93,8 @@ fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t *len) 
 
 /* ---- files ---- */
 
-static fg_status write_all(fg_gguf_writer *w, const void *data, uint64_t n) {
-  const uint8_t *p = data;
-  while (n) {
-    /* Slices of at most 1 GiB: some kernels cap one write() below 2 GiB. */
-    size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
-    ssize_t r = write(w->fd, p, chunk);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return fg_fail(FG_ERR_IO, "%s: write: %s", w->tmp_path, r < 0 ? strerror(errno) : "no progress");
-    p += r;
-    n -= (uint64_t)r;
-  }
-  return FG_OK;
-}
-
-static fg_status write_zeros(fg_gguf_writer *w, uint64_t n) {
-  static const uint8_t zeros[4096];
-  while (n) {
-    uint64_t k = n < sizeof zeros ? n : sizeof zeros;
-    fg_status s = write_all(w, zeros, k);
-    if (s) return s;
-    n -= k;
-  }
-  return FG_OK;
-}
-
 /* Ends a stream without a file: the temporary file is removed. */
-static void stream_abort(fg_gguf_writer *w) {
-  if (w->fd >= 0) {
-    close(w->fd);
-    unlink(w->tmp_path);
-  }
-  w->fd = -1;
-  free(w->tmp_path);
-  free(w->final_path);
-  w->tmp_path = w->final_path = NULL;
-}
+static void stream_abort(fg_gguf_writer *w) { fg_atomic_file_abort(&w->out); }
 
 static fg_status fail_abort(fg_gguf_writer *w, fg_status s) {
   stream_abort(w);
@@ -142,31 +108,16 @@ static void skip_empty(fg_gguf_writer *w) {
 
 fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path) {
   if (!w || !path) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_begin: NULL argument");
-  if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "%s: a streaming write to %s is in progress", path, w->final_path);
+  if (fg_atomic_file_open(&w->out))
+    return fg_fail(FG_ERR_STATE, "%s: a streaming write to %s is in progress", path, w->out.path);
   uint64_t hu = 0, hp = 0, dn = 0;
   fg_status s;
   if ((s = header_size(w, &hu, &hp)) || (s = data_size(w, &dn))) return s;
   uint8_t *hdr = calloc(1, (size_t)hp);
-  size_t plen = strlen(path);
-  w->final_path = malloc(plen + 1);
-  w->tmp_path = malloc(plen + 64);
-  if (!hdr || !w->final_path || !w->tmp_path) {
-    free(hdr);
-    return fail_abort(w, fg_fail(FG_ERR_NOMEM, "%s: out of memory for a %" PRIu64 "-byte header", path, hp));
-  }
-  memcpy(w->final_path, path, plen + 1);
+  if (!hdr) return fg_fail(FG_ERR_NOMEM, "%s: out of memory for a %" PRIu64 "-byte header", path, hp);
   header_fill(w, hdr);
-  /* A unique name in the destination directory, so that the rename is atomic. */
-  for (unsigned attempt = 0; w->fd < 0; attempt++) {
-    snprintf(w->tmp_path, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
-    w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (w->fd < 0 && (errno != EEXIST || attempt > 1000)) {
-      int e = errno;
-      free(hdr);
-      return fail_abort(w, fg_fail(FG_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(e)));
-    }
-  }
-  s = write_all(w, hdr, hp);
+  s = fg_atomic_file_begin(&w->out, path);
+  if (!s) s = fg_atomic_file_write(&w->out, hdr, hp);
   free(hdr);
   if (s) return fail_abort(w, s);
   w->cur = 0;
@@ -176,26 +127,28 @@ fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path) {
 }
 
 const char *fg_gguf_writer_next_tensor(const fg_gguf_writer *w) {
-  if (!w || w->fd < 0 || w->cur >= w->n_tensors) return NULL;
+  if (!w || !fg_atomic_file_open(&w->out) || w->cur >= w->n_tensors) return NULL;
   return w->tensors[w->cur].name;
 }
 
 fg_status fg_gguf_writer_write_data(fg_gguf_writer *w, const void *data, uint64_t len) {
   if (!w) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_write_data: NULL writer");
-  if (w->fd < 0) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_write_data: no streaming write in progress");
+  if (!fg_atomic_file_open(&w->out))
+    return fg_fail(FG_ERR_STATE, "fg_gguf_writer_write_data: no streaming write in progress");
   if (!len) return FG_OK;
   if (!data) return fail_abort(w, fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_write_data: NULL data"));
   if (w->cur >= w->n_tensors)
-    return fail_abort(w, fg_fail(FG_ERR_RANGE, "%s: %" PRIu64 " bytes written after the last tensor", w->final_path, len));
+    return fail_abort(w, fg_fail(FG_ERR_RANGE, "%s: %" PRIu64 " bytes written after the last tensor", w->out.path, len));
   const fg_gguf_wtensor *t = &w->tensors[w->cur];
   if (len > t->nbytes - w->cur_done)
     return fail_abort(w, fg_fail(FG_ERR_RANGE, "%s: tensor '%s': %" PRIu64 " bytes given, only %" PRIu64 " of its %" PRIu64 " remain",
-                                 w->final_path, t->name, len, t->nbytes - w->cur_done, t->nbytes));
-  fg_status s = write_all(w, data, len);
+                                 w->out.path, t->name, len, t->nbytes - w->cur_done, t->nbytes));
+  fg_status s = fg_atomic_file_write(&w->out, data, len);
   if (s) return fail_abort(w, s);
   w->cur_done += len;
   if (w->cur_done == t->nbytes) {
-    if ((s = write_zeros(w, fg_gguf_pad(t->nbytes, w->alignment) - t->nbytes))) return fail_abort(w, s);
+    if ((s = fg_atomic_file_write_zeros(&w->out, fg_gguf_pad(t->nbytes, w->alignment) - t->nbytes)))
+      return fail_abort(w, s);
     w->cur++;
     w->cur_done = 0;
     skip_empty(w);
@@ -205,32 +158,18 @@ fg_status fg_gguf_writer_write_data(fg_gguf_writer *w, const void *data, uint64_
 
 fg_status fg_gguf_writer_commit(fg_gguf_writer *w) {
   if (!w) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_commit: NULL writer");
-  if (w->fd < 0) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_commit: no streaming write in progress");
+  if (!fg_atomic_file_open(&w->out)) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_commit: no streaming write in progress");
   if (w->cur < w->n_tensors) {
     const fg_gguf_wtensor *t = &w->tensors[w->cur];
     return fail_abort(w, fg_fail(FG_ERR_STATE, "%s: tensor '%s' has %" PRIu64 " of its %" PRIu64 " bytes (%" PRIu64 " tensors missing data)",
-                                 w->final_path, t->name, w->cur_done, t->nbytes, w->n_tensors - w->cur));
+                                 w->out.path, t->name, w->cur_done, t->nbytes, w->n_tensors - w->cur));
   }
-  if (fsync(w->fd) != 0) return fail_abort(w, fg_fail(FG_ERR_IO, "%s: fsync: %s", w->tmp_path, strerror(errno)));
-  int fd = w->fd;
-  w->fd = -1;
-  if (close(fd) != 0) {
-    int e = errno;
-    unlink(w->tmp_path);
-    return fail_abort(w, fg_fail(FG_ERR_IO, "%s: close: %s", w->tmp_path, strerror(e)));
-  }
-  if (rename(w->tmp_path, w->final_path) != 0) {
-    int e = errno;
-    unlink(w->tmp_path);
-    return fail_abort(w, fg_fail(FG_ERR_IO, "%s: rename from %s: %s", w->final_path, w->tmp_path, strerror(e)));
-  }
-  stream_abort(w); /* fd is closed: only frees the names */
-  return FG_OK;
+  return fg_atomic_file_commit(&w->out); /* aborts (removes the temporary file) on failure */
 }
 
 fg_status fg_gguf_writer_finish(fg_gguf_writer *w, const char *path) {
   if (!w || !path) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_finish: NULL argument");
-  if (w->fd >= 0) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_finish: a streaming write is in progress");
+  if (fg_atomic_file_open(&w->out)) return fg_fail(FG_ERR_STATE, "fg_gguf_writer_finish: a streaming write is in progress");
   fg_status s = need_all_data(w);
   if (s || (s = fg_gguf_writer_begin(w, path))) return s;
   for (uint64_t i = 0; i < w->n_tensors; i++) {
@@ -246,7 +185,7 @@ void fg_gguf_writer_free(fg_gguf_writer *w) {
   for (uint64_t i = 0; i < w->n_kv; i++) free(w->kvs[i].wire);
   free(w->kvs);
   free(w->tensors);
-  fg_gguf_hash_free(&w->kv_index);
-  fg_gguf_hash_free(&w->tensor_index);
+  fg_name_table_free(&w->kv_index);
+  fg_name_table_free(&w->tensor_index);
   free(w);
 }

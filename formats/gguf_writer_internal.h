@@ -3,6 +3,7 @@
 #ifndef FORGIA_FORMATS_GGUF_WRITER_INTERNAL_H
 #define FORGIA_FORMATS_GGUF_WRITER_INTERNAL_H
 
+#include "core/atomic_file.h"
 #include "formats/gguf_internal.h"
 
 typedef struct fg_gguf_wkv {
@@ -29,14 +30,13 @@ struct fg_gguf_writer {
   uint64_t n_kv, cap_kv;
   fg_gguf_wtensor *tensors;
   uint64_t n_tensors, cap_tensors;
-  fg_gguf_hash kv_index, tensor_index;
-  /* streaming state (fd >= 0 while a stream is open) */
-  int fd;
-  char *tmp_path, *final_path;
+  fg_name_table kv_index, tensor_index;
+  /* streaming state (out.fd >= 0 while a stream is open) */
+  fg_atomic_file out;
   uint64_t cur;           /* tensor whose bytes are expected */
   uint64_t cur_done;      /* bytes of it written so far */
 };
 
-fg_gguf_str fg_gguf_wkv_name_at(const void *w, uint64_t i);
+fg_name fg_gguf_wkv_name_at(const void *w, uint64_t i);
 
 #endif

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,20 +21,29 @@ struct fg_st_dir {
   char **shard_names;
   size_t n;
   dir_entry *entries;
-  size_t *slots;           /* name hash: entry index + 1 */
-  size_t slot_cap;
+  fg_name_table names;     /* tensor name -> entry index */
   bool sharded;
   uint64_t total_size;
-  char *index_text;        /* the index file, kept for fg_st_dir_index_json */
+  char *index_text;        /* the index file as read (fg_st_dir_index_text), NUL-terminated */
   size_t index_len;
-  _Atomic(cJSON *) index;  /* built from index_text on first use */
-  cJSON *config;
+  char *config_text;       /* config.json as read (fg_st_dir_config_text), NUL-terminated */
+  size_t config_len;
+  cJSON *config;           /* parsed config_text, for the typed getters; never exposed */
 };
 
-static uint64_t fnv(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
+static fg_name entry_name_at(const void *dir, uint64_t i) {
+  const fg_st_dir *d = dir;
+  return (fg_name){d->entries[i].t->name, d->entries[i].t->name_len};
+}
+
+/* Names of weight_map entries: the values (shard files) or the keys (tensors). */
+static fg_name node_str_at(const void *nodes, uint64_t i) {
+  const st_node *const *n = nodes;
+  return (fg_name){n[i]->str, n[i]->len};
+}
+static fg_name node_key_at(const void *nodes, uint64_t i) {
+  const st_node *const *n = nodes;
+  return (fg_name){n[i]->key, n[i]->key_len};
 }
 
 static char *path_join(const char *a, const char *b) {
@@ -91,25 +99,17 @@ void fg_st_dir_close(fg_st_dir *d) {
   free(d->shards);
   free(d->shard_names);
   free(d->entries);
-  free(d->slots);
+  fg_name_table_free(&d->names);
   free(d->dir);
   free(d->index_text);
-  cJSON_Delete(atomic_load(&d->index));
+  free(d->config_text);
   cJSON_Delete(d->config);
   free(d);
 }
 
-static size_t dir_lookup(const fg_st_dir *d, const char *name, size_t len, size_t *slot) {
-  size_t mask = d->slot_cap - 1;
-  for (size_t i = (size_t)fnv(name, len) & mask;; i = (i + 1) & mask) {
-    size_t v = d->slots[i];
-    if (!v) {
-      if (slot) *slot = i;
-      return SIZE_MAX;
-    }
-    const fg_st_tensor *t = d->entries[v - 1].t;
-    if (t->name_len == len && memcmp(t->name, name, len) == 0) return v - 1;
-  }
+static size_t dir_lookup(const fg_st_dir *d, const char *name, size_t len) {
+  int64_t i = fg_name_table_find(&d->names, name, len, entry_name_at, d);
+  return i < 0 ? SIZE_MAX : (size_t)i;
 }
 
 /* Opens the named shards and builds the merged directory. */
@@ -124,21 +124,20 @@ static fg_status add_shards(fg_st_dir *d, fg_map_mode mode) {
     total += fg_st_count(d->shards[i]);
   }
   d->entries = calloc(total ? total : 1, sizeof *d->entries);
-  d->slot_cap = 16;
-  while (d->slot_cap < 2 * total) d->slot_cap *= 2;
-  d->slots = calloc(d->slot_cap, sizeof *d->slots);
-  if (!d->entries || !d->slots) return fg_fail(FG_ERR_NOMEM, "out of memory for %zu tensors", total);
+  if (!d->entries || fg_name_table_reset(&d->names, total))
+    return fg_fail(FG_ERR_NOMEM, "out of memory for %zu tensors", total);
   uint64_t bytes = 0;
   for (size_t i = 0; i < d->nshards; i++) {
     for (size_t k = 0; k < fg_st_count(d->shards[i]); k++) {
       const fg_st_tensor *t = fg_st_tensor_at(d->shards[i], k);
-      size_t slot;
-      size_t prev = dir_lookup(d, t->name, t->name_len, &slot);
-      if (prev != SIZE_MAX)
+      d->entries[d->n] = (dir_entry){i, t};
+      int64_t prev;
+      fg_status s = fg_name_table_insert(&d->names, t->name, t->name_len, d->n, entry_name_at, d, &prev);
+      if (s) return s;
+      if (prev >= 0)
         return fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%.200s' is in both %s and %s", d->dir, t->name,
                        d->shard_names[d->entries[prev].shard], d->shard_names[i]);
-      d->entries[d->n] = (dir_entry){i, t};
-      d->slots[slot] = ++d->n;
+      d->n++;
       bytes += t->nbytes;
     }
   }
@@ -160,7 +159,9 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
     return s;
   }
   const st_node *root = j.nodes, *wm = NULL, *meta = NULL;
-  const st_node **seen = NULL;
+  const st_node **seen = NULL; /* weight_map entries in order, for the name tables */
+  fg_name_table set = {0};
+  bool *named = NULL;
   if (root->kind != ST_OBJ) {
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: not a JSON object", index_path);
     goto done;
@@ -182,11 +183,9 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   /* distinct shard names (a hash set over the values), validated as plain names in this
    * folder, then sorted */
   size_t nmap = wm->len;
-  size_t slot_cap = 16;
-  while (slot_cap < 2 * nmap) slot_cap *= 2;
-  seen = calloc(slot_cap, sizeof *seen);
+  seen = calloc(nmap ? nmap : 1, sizeof *seen);
   const char **names = calloc(nmap ? nmap : 1, sizeof *names);
-  if (!names || !seen) {
+  if (!names || !seen || fg_name_table_reset(&set, nmap)) {
     free(names);
     s = fg_fail(FG_ERR_NOMEM, "out of memory");
     goto done;
@@ -200,13 +199,10 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
                   index_path, e->key, e->key_pos);
       break;
     }
-    size_t h = (size_t)fnv(e->str, e->len) & (slot_cap - 1);
-    for (; seen[h]; h = (h + 1) & (slot_cap - 1))
-      if (seen[h]->len == e->len && !memcmp(seen[h]->str, e->str, e->len)) break;
-    if (!seen[h]) {
-      seen[h] = e;
-      names[u++] = e->str;
-    }
+    seen[k] = e;
+    int64_t dup;
+    if ((s = fg_name_table_insert(&set, e->str, e->len, k, node_str_at, seen, &dup))) break;
+    if (dup < 0) names[u++] = e->str;
   }
   if (!s) {
     qsort(names, u, sizeof *names, cmp_str);
@@ -223,32 +219,32 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   if (s) goto done;
   if ((s = add_shards(d, mode))) goto done;
   /* the index and the shards must agree both ways */
-  memset(seen, 0, slot_cap * sizeof *seen);
-  e = st_first(wm);
-  for (size_t k = 0; k < nmap && !s; k++, e = st_after(&j, e)) {
-    size_t h = (size_t)fnv(e->key, e->key_len) & (slot_cap - 1);
-    for (; seen[h]; h = (h + 1) & (slot_cap - 1))
-      if (seen[h]->key_len == e->key_len && !memcmp(seen[h]->key, e->key, e->key_len)) break;
-    if (seen[h]) {
+  named = calloc(d->n ? d->n : 1, sizeof *named);
+  if (!named || (s = fg_name_table_reset(&set, nmap))) {
+    s = fg_fail(FG_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (size_t k = 0; k < nmap && !s; k++) {
+    e = seen[k];
+    int64_t dup;
+    if ((s = fg_name_table_insert(&set, e->key, e->key_len, k, node_key_at, seen, &dup))) break;
+    if (dup >= 0) {
       s = fg_fail(FG_ERR_DUPLICATE, "%s: weight_map names tensor '%.200s' twice (byte %u)", index_path, e->key,
                   e->key_pos);
       break;
     }
-    seen[h] = e;
-    size_t idx = dir_lookup(d, e->key, e->key_len, NULL);
+    size_t idx = dir_lookup(d, e->key, e->key_len);
     if (idx == SIZE_MAX || strcmp(d->shard_names[d->entries[idx].shard], e->str) != 0)
       s = fg_fail(FG_ERR_NOT_FOUND, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", index_path,
                   e->key, e->str);
+    else
+      named[idx] = true;
   }
   if (s) goto done;
   if (d->n != nmap) {
     for (size_t i = 0; i < d->n; i++) {
-      /* find a shard tensor the map does not name */
-      bool named = false;
-      e = st_first(wm);
-      for (size_t k = 0; k < nmap && !named; k++, e = st_after(&j, e))
-        named = e->key_len == d->entries[i].t->name_len && !memcmp(e->key, d->entries[i].t->name, e->key_len);
-      if (!named) {
+      /* the first shard tensor (in shard order) the map does not name */
+      if (!named[i]) {
         s = fg_fail(FG_ERR_NOT_FOUND, "%s: tensor '%.200s' of %s is missing from weight_map", index_path,
                     d->entries[i].t->name, d->shard_names[d->entries[i].shard]);
         goto done;
@@ -277,13 +273,15 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
       }
     }
   }
-  /* the exposed tree (a plain cJSON parse) is built from the text on first use */
+  /* kept for fg_st_dir_index_text */
   d->index_text = text;
   d->index_len = len;
   text = NULL;
   d->sharded = true;
 done:
   free(seen);
+  free(named);
+  fg_name_table_free(&set);
   st_json_free(&j);
   free(text);
   return s;
@@ -395,7 +393,8 @@ fg_status fg_st_dir_open(const char *path, fg_map_mode mode, fg_st_dir **out) {
         if (!d->config)
           s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %zu", cfg,
                       end ? (size_t)(end - text) : (size_t)0);
-        free(text);
+        d->config_text = text; /* kept for fg_st_dir_config_text (freed by close on failure too) */
+        d->config_len = len;
       }
     }
     free(cfg);
@@ -418,7 +417,7 @@ const fg_st_tensor *fg_st_dir_tensor_at(const fg_st_dir *d, size_t i, size_t *sh
 
 const fg_st_tensor *fg_st_dir_find(const fg_st_dir *d, const char *name, size_t *shard) {
   if (!d || !name) return NULL;
-  size_t i = dir_lookup(d, name, strlen(name), NULL);
+  size_t i = dir_lookup(d, name, strlen(name));
   if (i == SIZE_MAX) return NULL;
   if (shard) *shard = d->entries[i].shard;
   return d->entries[i].t;
@@ -431,21 +430,14 @@ const char *fg_st_dir_shard_name(const fg_st_dir *d, size_t i) {
 }
 bool fg_st_dir_is_sharded(const fg_st_dir *d) { return d && d->sharded; }
 uint64_t fg_st_dir_total_size(const fg_st_dir *d) { return d ? d->total_size : 0; }
-const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d) {
-  if (!d) return NULL;
-  /* the getter may run on several threads at once: the first tree stored wins */
-  fg_st_dir *w = (fg_st_dir *)d;
-  cJSON *have = atomic_load_explicit(&w->index, memory_order_acquire);
-  if (have || !d->index_text) return have;
-  cJSON *made = cJSON_ParseWithLength(d->index_text, d->index_len);
-  if (!made) return NULL;
-  if (!atomic_compare_exchange_strong_explicit(&w->index, &have, made, memory_order_acq_rel, memory_order_acquire)) {
-    cJSON_Delete(made);
-    return have;
-  }
-  return made;
+const char *fg_st_dir_index_text(const fg_st_dir *d, size_t *len) {
+  if (len) *len = d ? d->index_len : 0;
+  return d ? d->index_text : NULL;
 }
-const struct cJSON *fg_st_dir_config(const fg_st_dir *d) { return d ? d->config : NULL; }
+const char *fg_st_dir_config_text(const fg_st_dir *d, size_t *len) {
+  if (len) *len = d ? d->config_len : 0;
+  return d ? d->config_text : NULL;
+}
 
 static fg_status config_item(const fg_st_dir *d, const char *key, const cJSON **out) {
   if (!d || !key) return fg_fail(FG_ERR_INVALID_ARG, "config getter: NULL argument");

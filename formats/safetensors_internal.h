@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/name_table.h"
 #include "forgia/safetensors.h"
 
 struct fg_st_file {
@@ -13,8 +14,7 @@ struct fg_st_file {
   size_t n;
   fg_st_tensor *tensors;     /* header order; names point into strs, shapes into dims */
   size_t *by_offset;         /* indices sorted by (begin, end, header order) */
-  size_t *slots;             /* name hash table: index + 1, 0 = empty; cap is a power of 2 */
-  size_t slot_cap;
+  fg_name_table names;       /* tensor name -> index */
   char *strs;                /* the header's decoded strings (names, metadata) */
   uint64_t *dims;            /* every tensor's shape, one block */
   bool has_meta;

@@ -55,25 +55,14 @@ fg_status st_tensor_bytes(fg_dtype d, const uint64_t *shape, int ndim, uint64_t 
 
 /* ---------------------------------------------------------------- name table */
 
-static uint64_t st_hash(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
+static fg_name tensor_name_at(const void *file, uint64_t i) {
+  const fg_st_file *f = file;
+  return (fg_name){f->tensors[i].name, f->tensors[i].name_len};
 }
 
-/* Returns the index of name, or SIZE_MAX; *slot receives the empty slot it would take. */
-static size_t st_lookup(const fg_st_file *f, const char *name, size_t len, size_t *slot) {
-  if (!f->slot_cap) return SIZE_MAX;
-  size_t mask = f->slot_cap - 1;
-  for (size_t i = (size_t)st_hash(name, len) & mask;; i = (i + 1) & mask) {
-    size_t v = f->slots[i];
-    if (!v) {
-      if (slot) *slot = i;
-      return SIZE_MAX;
-    }
-    const fg_st_tensor *t = &f->tensors[v - 1];
-    if (t->name_len == len && memcmp(t->name, name, len) == 0) return v - 1;
-  }
+static fg_name node_key_at(const void *nodes, uint64_t i) {
+  const st_node *const *n = nodes;
+  return (fg_name){n[i]->key, n[i]->key_len};
 }
 
 /* ---------------------------------------------------------------- header schema */
@@ -101,28 +90,26 @@ static fg_status parse_metadata(st_ctx *c, const st_node *v, uint64_t at) {
   /* keys then values, one block */
   f->meta_keys = calloc(n ? 2 * n : 1, sizeof(char *));
   f->meta_vals = f->meta_keys ? f->meta_keys + n : NULL;
-  /* key node per entry and a hash set over them, so a hostile header with millions of
+  /* key node per entry and a name table over them, so a hostile header with millions of
    * keys costs linear time */
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  const st_node **set = calloc(cap, sizeof *set);
-  if (!f->meta_keys || !set) {
-    free(set);
+  const st_node **keys = malloc((n ? n : 1) * sizeof *keys);
+  fg_name_table set = {0};
+  if (!f->meta_keys || !keys || fg_name_table_reset(&set, n)) {
+    free(keys);
     return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
   }
   fg_status s = FG_OK;
   const st_node *e = st_first(v);
   for (size_t k = 0; k < n; k++, e = st_after(c->j, e)) {
     uint64_t kat = c->base + e->key_pos;
-    size_t i = (size_t)st_hash(e->key, e->key_len) & (cap - 1);
-    for (; set[i]; i = (i + 1) & (cap - 1))
-      if (set[i]->key_len == e->key_len && memcmp(set[i]->key, e->key, e->key_len) == 0) break;
-    if (set[i]) {
+    keys[k] = e;
+    int64_t dup;
+    if ((s = fg_name_table_insert(&set, e->key, e->key_len, k, node_key_at, keys, &dup))) break;
+    if (dup >= 0) {
       s = fg_fail(FG_ERR_DUPLICATE, "%s: __metadata__ key '%.*s' repeated at byte %llu", c->src,
                   shown(e->key_len), e->key, (unsigned long long)kat);
       break;
     }
-    set[i] = e;
     if (e->kind != ST_STR) {
       s = fg_fail(FG_ERR_METADATA_NOT_STRING, "%s: __metadata__ value of '%.*s' (byte %llu) is not a string",
                   c->src, shown(e->key_len), e->key, (unsigned long long)kat);
@@ -134,7 +121,8 @@ static fg_status parse_metadata(st_ctx *c, const st_node *v, uint64_t at) {
     f->meta_vals[f->nmeta] = e->str;
     f->nmeta++;
   }
-  free(set);
+  fg_name_table_free(&set);
+  free(keys);
   return s;
 }
 
@@ -237,19 +225,18 @@ static fg_status parse_tensor(st_ctx *c, const st_node *v, fg_st_tensor *t) {
 /* v: the member whose key is the tensor name; the name points into f->strs. */
 static fg_status add_tensor(st_ctx *c, const st_node *v) {
   fg_st_file *f = c->f;
-  size_t slot = 0;
-  if (st_lookup(f, v->key, v->key_len, &slot) != SIZE_MAX)
-    return fg_fail(FG_ERR_DUPLICATE, "%s: tensor name '%.*s' repeated at byte %llu", c->src,
-                   shown(v->key_len), v->key, (unsigned long long)(c->base + v->key_pos));
   fg_st_tensor *t = &f->tensors[f->n];
   memset(t, 0, sizeof *t);
   t->name = v->key;
   t->name_len = v->key_len;
-  f->n++;
-  fg_status s = parse_tensor(c, v, t);
+  int64_t dup;
+  fg_status s = fg_name_table_insert(&f->names, v->key, v->key_len, f->n, tensor_name_at, f, &dup);
   if (s) return s;
-  f->slots[slot] = f->n;
-  return FG_OK;
+  if (dup >= 0)
+    return fg_fail(FG_ERR_DUPLICATE, "%s: tensor name '%.*s' repeated at byte %llu", c->src,
+                   shown(v->key_len), v->key, (unsigned long long)(c->base + v->key_pos));
+  f->n++;
+  return parse_tensor(c, v, t);
 }
 
 static int cmp_offset(const void *a, const void *b, void *ctx) {
@@ -291,12 +278,10 @@ static fg_status parse_header(fg_st_file *f, const uint8_t *hdr, uint64_t n, uin
   f->strs = j.strs;
   j.strs = NULL;
   f->tensors = malloc((count ? count : 1) * sizeof *f->tensors);
-  f->slot_cap = 16;
-  while (f->slot_cap < 2 * count) f->slot_cap *= 2;
-  f->slots = calloc(f->slot_cap, sizeof *f->slots);
+  fg_status ts = fg_name_table_reset(&f->names, count);
   c.dims_cap = j.nnums;
   f->dims = malloc((c.dims_cap ? c.dims_cap : 1) * sizeof *f->dims);
-  if (!f->tensors || !f->slots || !f->dims) {
+  if (!f->tensors || ts || !f->dims) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory for %zu tensors", f->source, count);
     goto done;
   }
@@ -362,7 +347,7 @@ void fg_st_close(fg_st_file *f) {
   free(f->meta_keys); /* the values share its block */
   free(f->tensors);
   free(f->by_offset);
-  free(f->slots);
+  fg_name_table_free(&f->names);
   free(f->source);
   fg_mapping_release(f->map);
   free(f);
@@ -580,8 +565,8 @@ const fg_st_tensor *fg_st_tensor_by_offset(const fg_st_file *f, size_t i) {
 
 const fg_st_tensor *fg_st_find_n(const fg_st_file *f, const char *name, size_t len) {
   if (!f || !name) return NULL;
-  size_t i = st_lookup(f, name, len, NULL);
-  return i == SIZE_MAX ? NULL : &f->tensors[i];
+  int64_t i = fg_name_table_find(&f->names, name, len, tensor_name_at, f);
+  return i < 0 ? NULL : &f->tensors[i];
 }
 
 const fg_st_tensor *fg_st_find(const fg_st_file *f, const char *name) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "formats/safetensors_internal.h"
 
 static int name_cmp(const char *a, size_t al, const char *b, size_t bl) {
@@ -241,58 +242,18 @@ fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, siz
   return FG_OK;
 }
 
-static bool write_all(int fd, const void *p, uint64_t n) {
-  const uint8_t *c = p;
-  while (n) {
-    size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
-    ssize_t w = write(fd, c, chunk);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= (uint64_t)w;
-  }
-  return true;
-}
-
 /* Upstream writes a temp file beside the target and renames it, so a live mapping of the
- * old file keeps its (unlinked) inode and readers never see a half-written file. */
+ * old file keeps its (unlinked) inode and readers never see a half-written file;
+ * core/atomic_file.h also syncs the directory and refuses to replace non-regular files. */
 fg_status st_write_atomic(const char *path, const void *head, size_t head_len,
                           const fg_st_write_tensor *const *order, size_t n) {
-  size_t pl = strlen(path);
-  char *tmp = malloc(pl + 16);
-  if (!tmp) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
-  memcpy(tmp, path, pl);
-  memcpy(tmp + pl, ".tmp.XXXXXX", 12);
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) {
-    fg_status s = fg_fail(FG_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  (void)fchmod(fd, 0644);
-  bool ok = write_all(fd, head, head_len);
-  for (size_t i = 0; ok && i < n; i++) ok = write_all(fd, order[i]->data, order[i]->nbytes);
-  int e = errno;
-  if (ok && fsync(fd) != 0) {
-    ok = false;
-    e = errno;
-  }
-  if (close(fd) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (ok && rename(tmp, path) != 0) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) {
-    unlink(tmp);
-    fg_status s = fg_fail(FG_ERR_IO, "%s: write failed: %s", path, strerror(e));
-    free(tmp);
-    return s;
-  }
-  free(tmp);
-  return FG_OK;
+  fg_atomic_file f;
+  fg_status s = fg_atomic_file_begin(&f, path);
+  if (!s) s = fg_atomic_file_write(&f, head, head_len);
+  for (size_t i = 0; !s && i < n; i++) s = fg_atomic_file_write(&f, order[i]->data, order[i]->nbytes);
+  if (!s) s = fg_atomic_file_commit(&f);
+  fg_atomic_file_abort(&f); /* a no-op unless a step above failed */
+  return s;
 }
 
 fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t n, const fg_st_kv *meta,

@@ -25,9 +25,9 @@ struct fg_model {
   uint64_t *shapes;           /* all shapes back to back */
   void *arena;                /* device memory of the owned tensors */
   fg_mapping **maps;          /* per file: retained when a tensor borrows from it */
-  uint32_t nmaps;
+  size_t nmaps;
   char **files;               /* paths of the source's files */
-  uint32_t nfiles;
+  size_t nfiles;
   fg_load_stats stats;
 };
 
@@ -68,12 +68,6 @@ void fg_load_options_init(fg_load_options *o) {
   if (o) memset(o, 0, sizeof *o);
 }
 
-double fg_load_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 bool fg_load_verbose(void) {
   const char *v = getenv("FORGIA_VERBOSE");
   return v && *v && strcmp(v, "0") != 0;
@@ -81,23 +75,23 @@ bool fg_load_verbose(void) {
 
 fg_status fg_load_progress_step(fg_load_ctx *c, const char *tensor) {
   if (!c->opt->progress) return FG_OK;
-  fg_load_progress p = {tensor, c->tensors_done, c->nitems, c->bytes_done, c->bytes_total, fg_load_now() - c->t0};
+  fg_load_progress p = {tensor, c->tensors_done, c->nitems, c->bytes_done, c->bytes_total, fg_clock_seconds() - c->t0};
   if (c->opt->progress(&p, c->opt->progress_user)) return FG_OK;
   return fg_fail(FG_ERR_STATE, "%s: load cancelled by the progress callback at tensor %s (%llu of %llu bytes read)",
-                 fg_source_file(c->src, 0) ? fg_source_file(c->src, 0)->path : "?", tensor,
+                 fg_ckpt_path(c->ckpt), tensor,
                  (unsigned long long)c->bytes_done, (unsigned long long)c->bytes_total);
 }
 
 fg_status fg_load_final_check(fg_load_ctx *c) {
-  uint32_t nf = fg_source_file_count(c->src);
+  size_t nf = fg_ckpt_file_count(c->ckpt);
   bool *done = calloc(nf ? nf : 1, sizeof *done);
   if (!done) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
   fg_status s = FG_OK;
   for (size_t i = 0; i < c->nitems && !s; i++) {
-    const fg_src_tensor *t = c->items[i].src;
+    const fg_ckpt_tensor *t = c->items[i].src;
     if (c->items[i].how == FG_HOW_BORROW || done[t->file]) continue;
     done[t->file] = true;
-    s = fg_source_check(c->src, t, t->nbytes);
+    s = fg_load_io_check(c->io, t, t->nbytes);
   }
   free(done);
   return s;
@@ -108,9 +102,9 @@ fg_status fg_load_final_check(fg_load_ctx *c) {
 void fg_model_free(fg_model *m) {
   if (!m) return;
   if (m->arena) fg_device_free(m->dev, m->arena);
-  for (uint32_t i = 0; i < m->nmaps; i++) fg_mapping_release(m->maps[i]);
+  for (size_t i = 0; i < m->nmaps; i++) fg_mapping_release(m->maps[i]);
   free(m->maps);
-  for (uint32_t i = 0; i < m->nfiles; i++) free(m->files[i]);
+  for (size_t i = 0; i < m->nfiles; i++) free(m->files[i]);
   free(m->files);
   free(m->tensors);
   free(m->by_name);
@@ -129,12 +123,12 @@ const fg_load_stats *fg_model_stats(const fg_model *m) { return m ? &m->stats : 
 size_t fg_model_file_count(const fg_model *m) { return m ? m->nfiles : 0; }
 const char *fg_model_file_path(const fg_model *m, size_t i) { return m && i < m->nfiles ? m->files[i] : NULL; }
 
-static fg_status copy_file_paths(fg_model *m, const fg_source *src) {
-  uint32_t n = fg_source_file_count(src);
+static fg_status copy_file_paths(fg_model *m, const fg_ckpt *src) {
+  size_t n = fg_ckpt_file_count(src);
   m->files = calloc(n ? n : 1, sizeof *m->files);
   if (!m->files) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
-  for (uint32_t i = 0; i < n; i++) {
-    if (!(m->files[i] = strdup(fg_source_file(src, i)->path))) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
+  for (size_t i = 0; i < n; i++) {
+    if (!(m->files[i] = strdup(fg_ckpt_file_at(src, i)->path))) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
     m->nfiles = i + 1;
   }
   return FG_OK;
@@ -171,7 +165,7 @@ fg_status fg_model_get(const fg_model *m, const char *name, const fg_model_tenso
 /* C11 qsort has no context pointer: sort (key, index) pairs instead. */
 typedef struct sort_ref {
   const fg_model_tensor *t;
-  uint32_t file;
+  size_t file;
   uint64_t offset;
   size_t index;
 } sort_ref;
@@ -189,23 +183,23 @@ static int by_offset_cmp(const void *a, const void *b) {
 
 /* ---- plan ------------------------------------------------------------------------------- */
 
-static fg_status select_tensors(fg_source *src, const fg_load_options *o, bool *sel, uint64_t *skipped) {
-  size_t n = fg_source_count(src);
-  const char *path = fg_source_file(src, 0) ? fg_source_file(src, 0)->path : "?";
+static fg_status select_tensors(const fg_ckpt *src, const fg_load_options *o, bool *sel, uint64_t *skipped) {
+  size_t n = fg_ckpt_count(src);
+  const char *path = fg_ckpt_path(src);
   if (o->names) {
     for (size_t i = 0; i < o->n_names; i++) {
       if (!o->names[i]) return fg_fail(FG_ERR_INVALID_ARG, "fg_load: names[%zu] is NULL", i);
-      const fg_src_tensor *t = fg_source_find(src, o->names[i]);
+      const fg_ckpt_tensor *t = fg_ckpt_find(src, o->names[i]);
       if (!t)
         return fg_fail(FG_ERR_NOT_FOUND, "%s: no tensor named '%s' (the source has %zu tensors)", path, o->names[i], n);
-      sel[t - fg_source_at(src, 0)] = true;
+      sel[t - fg_ckpt_tensor_at(src, 0)] = true;
     }
   } else {
     for (size_t i = 0; i < n; i++) sel[i] = true;
   }
   *skipped = 0;
   for (size_t i = 0; i < n; i++) {
-    const fg_src_tensor *t = fg_source_at(src, i);
+    const fg_ckpt_tensor *t = fg_ckpt_tensor_at(src, i);
     if (sel[i] && o->filter) {
       fg_load_tensor_info info = {t->name, t->name_len, t->dtype, t->ndim, t->shape, t->nbytes};
       sel[i] = o->filter(&info, o->filter_user);
@@ -215,10 +209,11 @@ static fg_status select_tensors(fg_source *src, const fg_load_options *o, bool *
   return FG_OK;
 }
 
-static fg_status plan_tensor(const fg_source *src, fg_device *dev, const fg_src_tensor *t, fg_load_dtype policy,
+static fg_status plan_tensor(const fg_ckpt *src, fg_device *dev, const fg_ckpt_tensor *t, fg_load_dtype policy,
                              bool cpu_direct,
                              unsigned flags, fg_dtype *out_dtype, fg_load_how *how, uint64_t *out_bytes) {
-  const char *path = fg_source_file(src, t->file)->path;
+  const char *path = fg_ckpt_file_at(src, t->file)->path;
+  const uint64_t row = fg_load_row(t);
   fg_dtype od = fg_load_target_dtype(policy, t->dtype);
   *out_dtype = od;
   if (od == t->dtype) {
@@ -231,9 +226,9 @@ static fg_status plan_tensor(const fg_source *src, fg_device *dev, const fg_src_
     if (!fg_quant_can_decode(t->dtype) && fg_convert(dev, NULL, FG_F32, NULL, t->dtype, 0, NULL) != FG_OK)
       return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor %s: this build cannot dequantize %s to f32", path, t->name,
                      fg_dtype_name(t->dtype));
-    if (t->row == 0 || t->row % tr->block_elems || t->numel % t->row)
+    if (row == 0 || row % tr->block_elems || t->numel % row)
       return fg_fail(FG_ERR_BAD_ROW, "%s: tensor %s: rows of %llu elements are not whole %s blocks of %u", path,
-                     t->name, (unsigned long long)t->row, fg_dtype_name(t->dtype), tr->block_elems);
+                     t->name, (unsigned long long)row, fg_dtype_name(t->dtype), tr->block_elems);
     *how = FG_HOW_DEQUANT;
   } else {
     *how = FG_HOW_CONVERT;
@@ -244,25 +239,25 @@ static fg_status plan_tensor(const fg_source *src, fg_device *dev, const fg_src_
 }
 
 /* Retains the mapping of every file a borrowed tensor points into. */
-static fg_status retain_borrowed(fg_model *m, fg_source *src, const fg_load_item *items, size_t n) {
-  m->nmaps = fg_source_file_count(src);
+static fg_status retain_borrowed(fg_model *m, const fg_ckpt *src, const fg_load_item *items, size_t n) {
+  m->nmaps = fg_ckpt_file_count(src);
   m->maps = calloc(m->nmaps ? m->nmaps : 1, sizeof *m->maps);
   if (!m->maps) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
   for (size_t i = 0; i < n; i++) {
-    uint32_t f = items[i].src->file;
+    size_t f = items[i].src->file;
     if (items[i].how != FG_HOW_BORROW || m->maps[f] || !items[i].src->nbytes) continue;
-    m->maps[f] = fg_source_retain_mapping(src, f);
-    if (!m->maps[f]) return fg_fail(FG_ERR_STATE, "%s: cannot retain the mapping", fg_source_file(src, f)->path);
+    m->maps[f] = fg_ckpt_retain_mapping(src, f);
+    if (!m->maps[f]) return fg_fail(FG_ERR_STATE, "%s: cannot retain the mapping", fg_ckpt_file_at(src, f)->path);
   }
   return FG_OK;
 }
 
-static fg_status build_model(fg_source *src, fg_device *dev, const fg_load_options *o, const bool *sel,
+static fg_status build_model(const fg_ckpt *src, fg_device *dev, const fg_load_options *o, const bool *sel,
                              bool cpu_direct, fg_model *m, fg_load_item **items_out) {
-  size_t n = fg_source_count(src), k = 0, name_bytes = 0, dims = 0;
+  size_t n = fg_ckpt_count(src), k = 0, name_bytes = 0, dims = 0;
   for (size_t i = 0; i < n; i++)
     if (sel[i]) {
-      const fg_src_tensor *t = fg_source_at(src, i);
+      const fg_ckpt_tensor *t = fg_ckpt_tensor_at(src, i);
       k++;
       name_bytes += t->name_len + 1;
       dims += (size_t)t->ndim;
@@ -285,7 +280,7 @@ static fg_status build_model(fg_source *src, fg_device *dev, const fg_load_optio
   size_t j = 0;
   for (size_t i = 0; i < n; i++) {
     if (!sel[i]) continue;
-    const fg_src_tensor *t = fg_source_at(src, i);
+    const fg_ckpt_tensor *t = fg_ckpt_tensor_at(src, i);
     fg_model_tensor *mt = &m->tensors[j];
     fg_load_item *it = &items[j];
     memcpy(np, t->name, t->name_len);
@@ -306,13 +301,13 @@ static fg_status build_model(fg_source *src, fg_device *dev, const fg_load_optio
     it->out = mt;
     if (it->how == FG_HOW_BORROW) {
       mt->borrowed = true;
-      mt->data = (void *)(uintptr_t)fg_source_data(src, t);
+      mt->data = (void *)(uintptr_t)t->data;
       m->stats.bytes_borrowed += mt->nbytes;
     } else if (mt->nbytes) {
       uint64_t padded = (mt->nbytes + FG_ARENA_ALIGN - 1) / FG_ARENA_ALIGN * FG_ARENA_ALIGN;
       if (padded < mt->nbytes || arena + padded < arena) {
-        s = fg_fail(FG_ERR_OVERFLOW, "%s: tensor %s: the model's total size overflows", fg_source_file(src, t->file)->path,
-                    t->name);
+        s = fg_fail(FG_ERR_OVERFLOW, "%s: tensor %s: the model's total size overflows",
+                    fg_ckpt_file_at(src, t->file)->path, t->name);
         goto done;
       }
       mt->data = (void *)(uintptr_t)(arena + 1); /* offset + 1, so that 0 stays "none" */
@@ -388,31 +383,34 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   if (o->ring && o->ring->dev != dev)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: the ring belongs to %s, the load targets %s",
                    fg_device_spec(o->ring->dev), fg_device_spec(dev));
-  double t0 = fg_load_now();
+  double t0 = fg_clock_seconds();
   bool staged = fg_device_kind_of(dev) != FG_DEVICE_CPU || (o->flags & FG_LOAD_FLAG_STAGED);
 
-  fg_source *src = NULL;
+  fg_ckpt *src = NULL;
+  fg_load_io *io = NULL;
   fg_model *m = NULL;
   bool *sel = NULL;
   fg_load_item *items = NULL;
-  fg_status s = fg_source_open(path, &src);
+  fg_status s = fg_ckpt_open(path, &src);
   if (s) return s;
+  if ((s = fg_load_io_open(src, &io))) goto fail;
   m = calloc(1, sizeof *m);
-  sel = calloc(fg_source_count(src) ? fg_source_count(src) : 1, sizeof *sel);
+  sel = calloc(fg_ckpt_count(src) ? fg_ckpt_count(src) : 1, sizeof *sel);
   if (!m || !sel || !(m->path = strdup(path))) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
     goto fail;
   }
   m->dev = dev;
-  m->format = fg_source_format(src);
-  m->stats.files = fg_source_file_count(src);
+  m->format = fg_ckpt_format_name(fg_ckpt_format_of(src));
+  m->stats.files = fg_ckpt_file_count(src);
   m->stats.numa_node = -1;
   if ((s = copy_file_paths(m, src))) goto fail;
   if ((s = select_tensors(src, o, sel, &m->stats.tensors_skipped))) goto fail;
   if ((s = build_model(src, dev, o, sel, !staged, m, &items))) goto fail;
 
   fg_load_ctx c = {0};
-  c.src = src;
+  c.ckpt = src;
+  c.io = io;
   c.dev = dev;
   c.opt = o;
   c.items = items;
@@ -426,16 +424,18 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   m->stats.staged = staged;
   m->stats.tensors = m->n;
   m->stats.bytes_read = c.bytes_total;
-  m->stats.seconds = fg_load_now() - t0;
+  m->stats.seconds = fg_clock_seconds() - t0;
   free(items);
   free(sel);
-  fg_source_close(src);
+  fg_load_io_close(io);
+  fg_ckpt_close(src);
   *out = m;
   return FG_OK;
 fail:
   free(items);
   free(sel);
   fg_model_free(m);
-  fg_source_close(src);
+  fg_load_io_close(io);
+  fg_ckpt_close(src);
   return s;
 }

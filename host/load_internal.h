@@ -1,7 +1,8 @@
 /* Internals of the loader (include/forgia/load.h), shared by host/load_*.c:
- *   load_source.c    one view over GGUF (single or split) and safetensors (file or directory):
- *                    tensors with their file offsets, per-file descriptors for pread, identity
- *                    checks that catch a file truncated, rewritten or replaced under the load
+ *   load_io.c        the loader's own reading of an opened checkpoint (forgia/ckpt.h): one
+ *                    descriptor per file for pread and fadvise, populate and paging hints on
+ *                    the mappings, identity checks that catch a file truncated, rewritten or
+ *                    replaced under the load
  *   load_ring.c      pinned staging ring (buffers, events, copy stream)
  *   load_staged.c    the pipeline: staging thread -> ring -> copy stream -> convert
  *   load_cpu.c       the CPU target: borrow, or convert/dequantize straight from the mapping
@@ -14,69 +15,60 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "core/clock.h"
+#include "forgia/ckpt.h"
 #include "forgia/load.h"
 #include "forgia/mapping.h"
 
-/* ---- source -------------------------------------------------------------------------- */
+/* ---- reading ------------------------------------------------------------------------- */
 
-typedef struct fg_src_file {
-  const char *path;          /* the mapping's path (borrowed from the parser) */
-  const fg_mapping *map;     /* borrowed from the parser */
+/* One file of the checkpoint as the loader reads it. */
+typedef struct fg_load_file {
+  const char *path;          /* borrowed from the checkpoint */
+  const fg_mapping *map;     /* borrowed from the checkpoint */
   const uint8_t *base;       /* fg_mapping_data(map) */
   uint64_t size;
   int fd;                    /* our own descriptor: pread, fadvise, fstat */
   dev_t st_dev;
   ino_t st_ino;
   struct timespec mtime;
-} fg_src_file;
+} fg_load_file;
 
-typedef struct fg_src_tensor {
-  const char *name;          /* borrowed from the parser */
-  size_t name_len;
-  fg_dtype dtype;
-  int ndim;
-  const uint64_t *shape;     /* borrowed from the parser, row-major */
-  uint64_t numel;
-  uint64_t nbytes;
-  uint64_t row;              /* elements of the innermost dimension (1 for a scalar) */
-  uint32_t file;
-  uint64_t offset;           /* absolute offset of the data in its file */
-} fg_src_tensor;
+typedef struct fg_load_io {
+  const fg_ckpt *ckpt;       /* borrowed: close the io before the checkpoint */
+  size_t nfiles;
+  fg_load_file *files;       /* parallel to the checkpoint's files */
+} fg_load_io;
 
-typedef struct fg_source fg_source;
-
-fg_status fg_source_open(const char *path, fg_source **out);
-void fg_source_close(fg_source *s);
-const char *fg_source_format(const fg_source *s);   /* "gguf" / "safetensors" */
-size_t fg_source_count(const fg_source *s);
-const fg_src_tensor *fg_source_at(const fg_source *s, size_t i);
-const fg_src_tensor *fg_source_find(const fg_source *s, const char *name);
-uint32_t fg_source_file_count(const fg_source *s);
-const fg_src_file *fg_source_file(const fg_source *s, uint32_t i);
-/* A new reference to a file's mapping, for borrowed tensors (fg_mapping_release it). */
-fg_mapping *fg_source_retain_mapping(const fg_source *s, uint32_t file);
+/* Opens a descriptor on every file of c (kernel readahead off on it) and records what the
+ * file is. */
+fg_status fg_load_io_open(const fg_ckpt *c, fg_load_io **out);
+void fg_load_io_close(fg_load_io *io);
+/* The path of the file holding t, for messages. */
+const char *fg_load_io_path(const fg_load_io *io, const fg_ckpt_tensor *t);
 
 /* FG_OK while the file still is what was parsed: same inode at its path, same size and
  * modification time. Names the tensor and offset otherwise. */
-fg_status fg_source_check(const fg_source *s, const fg_src_tensor *t, uint64_t off);
+fg_status fg_load_io_check(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off);
 /* Reads [off, off+len) of t's bytes with pread, in parallel pieces for large len
  * (threads <= 1: one thread). A short read is FG_ERR_TRUNCATED. */
-fg_status fg_source_read(const fg_source *s, const fg_src_tensor *t, uint64_t off, void *dst, size_t len,
-                         int threads);
+fg_status fg_load_io_read(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, void *dst, size_t len,
+                          int threads);
 /* Hints on t's bytes [off, off+len): WILLNEED through our descriptor (exact: its kernel
  * readahead is off), and MADV_DONTNEED on the mapping. Never fail. */
-void fg_source_prefetch_fd(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
-void fg_source_release_map(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+void fg_load_io_prefetch(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
+void fg_load_io_evict(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
 /* Faults in the mapping's pages of t's bytes [off, off+len) without copying. A page past
  * the end of the file is FG_ERR_TRUNCATED (never SIGBUS on kernels with
  * MADV_POPULATE_READ; older kernels touch each page after an identity check). */
-fg_status fg_source_populate(const fg_source *s, const fg_src_tensor *t, uint64_t off, uint64_t len);
+fg_status fg_load_io_populate(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
 /* Makes faults on the mappings ignore the kernel's readahead state (MADV_RANDOM) or restores
  * it. The parsers' header faults leave readahead marks in the pages after the header; a
  * later fault on a marked page would read a whole window ahead, rejected tensors included. */
-void fg_source_set_random(const fg_source *s, bool random);
-/* Pointer to t's bytes in the mapping (NULL when nbytes is 0). */
-const uint8_t *fg_source_data(const fg_source *s, const fg_src_tensor *t);
+void fg_load_io_set_random(const fg_load_io *io, bool random);
+
+/* Elements of the innermost dimension (1 for a scalar): the row of a block type. */
+static inline uint64_t fg_load_row(const fg_ckpt_tensor *t) { return t->ndim > 0 ? t->shape[t->ndim - 1] : 1; }
 
 /* ---- plan ---------------------------------------------------------------------------- */
 
@@ -88,13 +80,14 @@ typedef enum fg_load_how {
 } fg_load_how;
 
 typedef struct fg_load_item {
-  const fg_src_tensor *src;
+  const fg_ckpt_tensor *src;
   fg_model_tensor *out;      /* out->data already points at its destination */
   fg_load_how how;
 } fg_load_item;
 
 typedef struct fg_load_ctx {
-  fg_source *src;
+  const fg_ckpt *ckpt;
+  fg_load_io *io;
   fg_device *dev;
   const fg_load_options *opt;
   fg_load_item *items;       /* selected tensors in (file, offset) order */
@@ -105,7 +98,6 @@ typedef struct fg_load_ctx {
   fg_load_stats *stats;
 } fg_load_ctx;
 
-double fg_load_now(void);
 /* Calls the progress callback; FG_ERR_STATE when it asks to cancel. */
 fg_status fg_load_progress_step(fg_load_ctx *c, const char *tensor);
 /* Data copied out of a file is only trustworthy if the file was intact until the last byte

@@ -62,7 +62,7 @@ static bool next_piece(const staged *g, size_t *item, uint64_t *off, piece *p) {
   size_t B = g->r->bytes;
   while (*item < c->nitems) {
     const fg_load_item *it = &c->items[*item];
-    const fg_src_tensor *t = it->src;
+    const fg_ckpt_tensor *t = it->src;
     if (t->nbytes == 0 && *off == 0) {
       *p = (piece){*item, 0, 0, 0, 0, 0, 0, true};
       (*item)++;
@@ -90,14 +90,14 @@ static bool next_piece(const staged *g, size_t *item, uint64_t *off, piece *p) {
       p->dst_off = *off / bb * be * de;
     } else { /* FG_HOW_DEQUANT: whole rows when a row fits the buffer, else whole blocks */
       uint64_t be = tr->block_elems, bb = tr->block_bytes;
-      uint64_t per_buf = B / (be * 4), per_row = (uint64_t)t->row / be, left = rem / bb;
+      uint64_t per_buf = B / (be * 4), per_row = fg_load_row(t) / be, left = rem / bb;
       uint64_t blocks;
       if (per_buf >= per_row && *off % (per_row * bb) == 0) {
         uint64_t rows = per_buf / per_row, rows_left = left / per_row;
         if (rows > rows_left) rows = rows_left;
         blocks = rows * per_row;
         p->nrows = (int64_t)rows;
-        p->rowlen = (int64_t)t->row;
+        p->rowlen = (int64_t)fg_load_row(t);
       } else {
         blocks = left < per_buf ? left : per_buf;
         /* stay inside the current row so that later pieces start on row boundaries */
@@ -136,15 +136,15 @@ static void set_error(staged *g, fg_status s) {
 
 static fg_status fill(staged *g, const piece *p, void *buf) {
   const fg_load_item *it = &g->c->items[p->item];
-  const fg_src_tensor *t = it->src;
+  const fg_ckpt_tensor *t = it->src;
   if (p->src_len == 0) return FG_OK;
-  fg_status s = fg_source_check(g->c->src, t, p->src_off);
+  fg_status s = fg_load_io_check(g->c->io, t, p->src_off);
   if (s) return s;
-  if (it->how != FG_HOW_DEQUANT) return fg_source_read(g->c->src, t, p->src_off, buf, (size_t)p->src_len, g->fill_threads);
-  if ((s = fg_source_read(g->c->src, t, p->src_off, g->bounce, (size_t)p->src_len, g->fill_threads))) return s;
+  if (it->how != FG_HOW_DEQUANT) return fg_load_io_read(g->c->io, t, p->src_off, buf, (size_t)p->src_len, g->fill_threads);
+  if ((s = fg_load_io_read(g->c->io, t, p->src_off, g->bounce, (size_t)p->src_len, g->fill_threads))) return s;
   s = fg_quant_decode_rows(t->dtype, g->bounce, (size_t)p->src_len, buf, p->nrows, p->rowlen);
   if (s)
-    return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_source_file(g->c->src, t->file)->path, t->name,
+    return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(g->c->io, t), t->name,
                           (unsigned long long)(t->offset + p->src_off));
   return FG_OK;
 }
@@ -187,9 +187,9 @@ static void *filler_main(void *arg) {
     pthread_mutex_unlock(&g->mu);
 
     while (pf_issued < read_pos + p.src_len + ahead && pf_item < c->nitems) {
-      const fg_src_tensor *t = c->items[pf_item].src;
+      const fg_ckpt_tensor *t = c->items[pf_item].src;
       uint64_t step = t->nbytes - pf_off < g->r->bytes ? t->nbytes - pf_off : g->r->bytes;
-      fg_source_prefetch_fd(c->src, t, pf_off, step);
+      fg_load_io_prefetch(c->io, t, pf_off, step);
       pf_issued += step;
       pf_off += step;
       if (pf_off >= t->nbytes) {
@@ -252,7 +252,7 @@ static fg_status submit(staged *g, uint32_t b, const piece *p) {
   default: s = fg_fail(FG_ERR_STATE, "staged load: tensor %s cannot be borrowed", mt->name);
   }
   if (s)
-    return fg_fail_prefix(s, "%s: tensor %s at offset %llu -> %s: ", fg_source_file(c->src, it->src->file)->path,
+    return fg_fail_prefix(s, "%s: tensor %s at offset %llu -> %s: ", fg_load_io_path(c->io, it->src),
                           mt->name, (unsigned long long)(it->src->offset + p->src_off), fg_device_spec(c->dev));
   return FG_OK;
 }
@@ -371,11 +371,11 @@ fg_status fg_load_run_staged(fg_load_ctx *c) {
   fg_load_ring *own = NULL, *r = o->ring;
   fg_status s;
   if (!r) {
-    double t = fg_load_now();
+    double t = fg_clock_seconds();
     s = fg_load_ring_create(c->dev, o->ring_count ? o->ring_count : FG_LOAD_RING_DEFAULT_COUNT,
                             o->ring_bytes ? o->ring_bytes : FG_LOAD_RING_DEFAULT_BYTES, &own);
     if (s) return s;
-    c->stats->ring_seconds = fg_load_now() - t;
+    c->stats->ring_seconds = fg_clock_seconds() - t;
     r = own;
   }
   c->stats->ring_count = r->count;

@@ -33,9 +33,15 @@ static fg_status fg_mapping_new(const char *path, fg_mapping **out) {
 
 fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) {
   if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_mapping_open: NULL argument");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fg_fail(errno == ENOENT ? FG_ERR_NOT_FOUND : FG_ERR_IO, "%s: open: %s", path, strerror(errno));
+  /* Refuse anything but a regular file before opening it: open(2) on a FIFO blocks until a
+   * writer comes. O_NONBLOCK covers a path replaced by a FIFO after the stat (the fstat
+   * below refuses it); reads of a regular file ignore the flag. */
   struct stat st;
+  if (stat(path, &st) != 0)
+    return fg_fail(errno == ENOENT ? FG_ERR_NOT_FOUND : FG_ERR_IO, "%s: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fg_fail(FG_ERR_IO, "%s: not a regular file", path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fg_fail(errno == ENOENT ? FG_ERR_NOT_FOUND : FG_ERR_IO, "%s: open: %s", path, strerror(errno));
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);

@@ -109,20 +109,12 @@ static int write_f32(const cat_tensor *t) {
   return rc;
 }
 
-static fg_status find(const fg_cli_ckpt *c, const char *name, cat_tensor *out) {
-  if (c->gguf) {
-    const fg_gguf_tensor *t;
-    fg_status s = fg_gguf_get_tensor(c->gguf, name, &t);
-    if (s) return s;
-    *out = (cat_tensor){t->dtype, t->data, t->nbytes, fg_gguf_tensor_numel(t), t->ne[0] ? t->ne[0] : 1};
-    return FG_OK;
-  }
-  const fg_st_tensor *t = fg_st_dir_find(c->st, name, NULL);
-  if (!t) return fg_fail(FG_ERR_NOT_FOUND, "tensor '%s' not found", name);
-  uint64_t numel = 1;
-  for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
+static fg_status find(const fg_ckpt *c, const char *name, cat_tensor *out) {
+  const fg_ckpt_tensor *t;
+  fg_status s = fg_ckpt_get(c, name, &t);
+  if (s) return s;
   uint64_t row = t->ndim ? t->shape[t->ndim - 1] : 1;
-  *out = (cat_tensor){t->dtype, t->data, t->nbytes, numel, row ? row : 1};
+  *out = (cat_tensor){t->dtype, t->data, t->nbytes, t->numel, row ? row : 1};
   return FG_OK;
 }
 
@@ -157,14 +149,14 @@ int fg_cmd_cat(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  fg_cli_ckpt c = {0};
-  if (fg_cli_ckpt_open(path, &c) != FG_OK) {
+  fg_ckpt *c = NULL;
+  if (fg_ckpt_open(path, &c) != FG_OK) {
     fg_cli_report("cat", path);
     return 1;
   }
   cat_tensor t = {0};
   int rc = 0;
-  if (find(&c, name, &t) != FG_OK) {
+  if (find(c, name, &t) != FG_OK) {
     rc = 1;
   } else if (as) {
     if (!can_decode(t.dtype)) {
@@ -182,6 +174,6 @@ int fg_cmd_cat(int argc, char **argv) {
     rc = 1;
   }
   if (rc) fg_cli_report("cat", path);
-  fg_cli_ckpt_close(&c);
+  fg_ckpt_close(c);
   return rc;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/clock.h"
 #include "forgia/export.h"
 #include "forgia/forgia.h"
 #include "forgia/gguf.h"
@@ -151,22 +152,22 @@ static int save_safetensors(const demo_model *m, const char *dir) {
 }
 
 static int export_to(const char *src_dir, const char *out, const char *dtype) {
-  fg_export_source *src = NULL;
+  fg_ckpt *src = NULL;
   fg_export_plan *plan = NULL;
   fg_export_options o = {0};
   int rc = 1;
-  double t0 = fg_cli_now();
-  if (fg_export_target_parse(dtype, &o.dtype) || fg_export_source_open_safetensors(src_dir, &src) ||
+  double t0 = fg_clock_seconds();
+  if (fg_export_target_parse(dtype, &o.dtype) || fg_ckpt_open(src_dir, &src) ||
       fg_export_plan_create(src, &o, &plan) || fg_export_run(plan, out, NULL, NULL))
     goto done;
   uint64_t before, after;
   fg_export_plan_totals(plan, &before, &after);
   printf("  export %-5s -> %s: %zu of %zu tensors transcoded, %.1f -> %.1f MB in %.2f s\n", dtype, out,
-         fg_export_plan_changed(plan), fg_export_plan_count(plan), before / 1e6, after / 1e6, fg_cli_now() - t0);
+         fg_export_plan_changed(plan), fg_export_plan_count(plan), before / 1e6, after / 1e6, fg_clock_seconds() - t0);
   rc = 0;
 done:
   fg_export_plan_free(plan);
-  fg_export_source_close(src);
+  fg_ckpt_close(src);
   return rc;
 }
 
@@ -285,7 +286,7 @@ int fg_cmd_demo(int argc, char **argv) {
     }
   }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return fg_fail(FG_ERR_IO, "%s: mkdir: %s", dir, strerror(errno)), fail("setup");
-  double t0 = fg_cli_now();
+  double t0 = fg_clock_seconds();
   demo_model m;
   printf("forgia demo: synthetic Llama (vocab %d, hidden %d, ffn %d, %d layers) in %s\n", DEMO_VOCAB, DEMO_HIDDEN,
          DEMO_FFN, DEMO_LAYERS, dir);
@@ -333,7 +334,7 @@ int fg_cmd_demo(int argc, char **argv) {
     printf("%-12s %-6s %10.1f %12.3e %10.2f %12.2f %7.2f\n", r->format, r->dtype, r->file_bytes / 1e6, r->rmse, r->gbs,
            r->limit, r->limit > 0 ? r->gbs / r->limit : 0.0);
   }
-  printf("\nforgia demo: done in %.1f s, peak RSS %.0f MB\n", fg_cli_now() - t0, fg_cli_peak_rss() / 1e6);
+  printf("\nforgia demo: done in %.1f s, peak RSS %.0f MB\n", fg_clock_seconds() - t0, fg_cli_peak_rss() / 1e6);
   fg_device_close(dev);
   free_model(&m);
   return 0;

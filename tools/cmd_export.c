@@ -18,7 +18,7 @@ static void usage(FILE *f) {
           "usage: forgia export (--from-gguf IN | --from-safetensors FILE|DIR) --out OUT\n"
           "                     [--dtype MODE] [--experts-dtype MODE] [--dry-run] [--chunk-mib N]\n\n"
           "MODE: verbatim (default) | f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K\n"
-          "      q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 q1_0 q2_0\n"
+          "      q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 (names are case-insensitive)\n"
           "  --dtype          target of matrix weights (2+ dims, name ending .weight, no 'norm');\n"
           "                   other tensors, and rows that are not whole blocks, keep their type.\n"
           "                   A quantized source refuses a quantized target (no chain requantization).\n"
@@ -151,13 +151,18 @@ int fg_cmd_export(int argc, char **argv) {
   }
 
   const char *in = from_gguf ? from_gguf : from_st;
-  fg_export_source *src = NULL;
+  fg_ckpt *src = NULL;
   fg_export_plan *plan = NULL;
-  fg_status st = from_gguf ? fg_export_source_open_gguf(in, &src) : fg_export_source_open_safetensors(in, &src);
+  const fg_ckpt_format want = from_gguf ? FG_CKPT_GGUF : FG_CKPT_SAFETENSORS;
+  fg_status st = fg_ckpt_open(in, &src);
+  if (!st && fg_ckpt_format_of(src) != want)
+    st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not %s (use %s)", in,
+                 fg_ckpt_format_name(fg_ckpt_format_of(src)), fg_ckpt_format_name(want),
+                 from_gguf ? "--from-safetensors" : "--from-gguf");
   if (!st) st = fg_export_plan_create(src, &opt, &plan);
   if (st) {
     fg_cli_report("export", in);
-    fg_export_source_close(src);
+    fg_ckpt_close(src);
     return 1;
   }
   int rc = 0;
@@ -194,6 +199,6 @@ int fg_cmd_export(int argc, char **argv) {
     }
   }
   fg_export_plan_free(plan);
-  fg_export_source_close(src);
+  fg_ckpt_close(src);
   return rc;
 }

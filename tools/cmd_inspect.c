@@ -29,21 +29,20 @@ static void usage(FILE *f) {
 
 static cJSON *gguf_scalar(const fg_gguf_array *a, uint64_t j) {
   int64_t iv;
+  uint64_t uv;
   double fv;
   bool bv;
   fg_gguf_str sv;
   switch (a->elem_type) {
     case FG_GGUF_FLOAT32:
     case FG_GGUF_FLOAT64:
-      return fg_gguf_array_float(a, j, &fv) ? NULL : cJSON_CreateNumber(fv);
+      return fg_gguf_array_float(a, j, &fv) ? NULL : fg_cli_json_f64(fv);
     case FG_GGUF_BOOL:
       return fg_gguf_array_bool(a, j, &bv) ? NULL : cJSON_CreateBool(bv);
     case FG_GGUF_STRING:
       return fg_gguf_array_str(a, j, &sv) ? NULL : fg_cli_json_bytes(sv.ptr, (size_t)sv.len);
-    case FG_GGUF_UINT64: {
-      /* values >= 2^63 are parse errors, so the int64 getter is exact */
-      return fg_gguf_array_int(a, j, &iv) ? NULL : fg_cli_json_i64(iv);
-    }
+    case FG_GGUF_UINT64:
+      return fg_gguf_array_uint(a, j, &uv) ? NULL : fg_cli_json_u64(uv);
     default:
       return fg_gguf_array_int(a, j, &iv) ? NULL : fg_cli_json_i64(iv);
   }
@@ -54,6 +53,7 @@ static cJSON *gguf_value(const fg_gguf_file *f, uint64_t i, bool full) {
   fg_gguf_type t = fg_gguf_kv_type(f, i);
   cJSON_AddStringToObject(o, "type", fg_gguf_type_name(t));
   int64_t iv;
+  uint64_t uv;
   double fv;
   bool bv;
   fg_gguf_str sv;
@@ -62,7 +62,7 @@ static cJSON *gguf_value(const fg_gguf_file *f, uint64_t i, bool full) {
   switch (t) {
     case FG_GGUF_FLOAT32:
     case FG_GGUF_FLOAT64:
-      if (!fg_gguf_kv_float(f, i, &fv)) v = cJSON_CreateNumber(fv);
+      if (!fg_gguf_kv_float(f, i, &fv)) v = fg_cli_json_f64(fv);
       break;
     case FG_GGUF_BOOL:
       if (!fg_gguf_kv_bool(f, i, &bv)) v = cJSON_CreateBool(bv);
@@ -85,6 +85,9 @@ static cJSON *gguf_value(const fg_gguf_file *f, uint64_t i, bool full) {
         }
         cJSON_AddItemToArray(v, e);
       }
+      break;
+    case FG_GGUF_UINT64:
+      if (!fg_gguf_kv_uint(f, i, &uv)) v = fg_cli_json_u64(uv);
       break;
     default:
       if (!fg_gguf_kv_int(f, i, &iv)) v = fg_cli_json_i64(iv);
@@ -120,20 +123,18 @@ static cJSON *gguf_json(const fg_gguf_file *f, bool full) {
   cJSON_AddStringToObject(root, "format", "gguf");
   cJSON_AddNumberToObject(root, "version", fg_gguf_version(f));
   cJSON_AddNumberToObject(root, "alignment", fg_gguf_alignment(f));
-  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+  /* keys are bytes from the file: escaped like names and values, not by cJSON */
+  fg_cli_json_obj meta = {0};
   for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
     fg_gguf_str k = fg_gguf_kv_key(f, i);
-    cJSON *v = gguf_value(f, i, full);
-    char *key = strndup(k.ptr, (size_t)k.len);
-    if (!v || !key) {
-      free(key);
-      cJSON_Delete(v);
-      cJSON_Delete(root);
-      return NULL;
-    }
-    cJSON_AddItemToObject(meta, key, v);
-    free(key);
+    fg_cli_json_obj_add(&meta, k.ptr, (size_t)k.len, gguf_value(f, i, full));
   }
+  cJSON *m = fg_cli_json_obj_finish(&meta);
+  if (!m) {
+    cJSON_Delete(root);
+    return NULL;
+  }
+  cJSON_AddItemToObject(root, "metadata", m);
   cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
   uint32_t parts = fg_gguf_part_count(f);
   for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
@@ -218,15 +219,15 @@ static void print_bytes_short(const char *s, size_t n) {
   if (shown < n) printf("... (%zu bytes)", n);
 }
 
-static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
-  size_t nt = c->gguf ? (size_t)fg_gguf_tensor_count(c->gguf) : fg_st_dir_count(c->st);
+static int summary(const char *path, const fg_ckpt *c, bool full) {
+  size_t nt = fg_ckpt_count(c);
   hist *h = calloc(nt ? nt : 1, sizeof *h);
   if (!h) return 1;
   size_t nh = 0;
   uint64_t total = 0;
   char b1[32];
-  if (c->gguf) {
-    const fg_gguf_file *f = c->gguf;
+  if (fg_ckpt_gguf(c)) {
+    const fg_gguf_file *f = fg_ckpt_gguf(c);
     printf("%s: GGUF v%u, alignment %u, %llu metadata keys, %zu tensors", path, fg_gguf_version(f),
            fg_gguf_alignment(f), (unsigned long long)fg_gguf_kv_count(f), nt);
     if (fg_gguf_part_count(f) > 1) printf(", %zu parts", fg_gguf_part_count(f));
@@ -238,6 +239,7 @@ static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
       fg_gguf_str sv;
       fg_gguf_array a;
       int64_t iv;
+      uint64_t uv;
       double fv;
       bool bv;
       if (t == FG_GGUF_STRING && !fg_gguf_kv_str(f, i, &sv)) print_bytes_short(sv.ptr, (size_t)sv.len);
@@ -245,6 +247,7 @@ static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
         printf("[%llu x %s]", (unsigned long long)a.len, fg_gguf_type_name(a.elem_type));
       else if (t == FG_GGUF_BOOL && !fg_gguf_kv_bool(f, i, &bv)) printf("%s", bv ? "true" : "false");
       else if ((t == FG_GGUF_FLOAT32 || t == FG_GGUF_FLOAT64) && !fg_gguf_kv_float(f, i, &fv)) printf("%.9g", fv);
+      else if (t == FG_GGUF_UINT64 && !fg_gguf_kv_uint(f, i, &uv)) printf("%llu", (unsigned long long)uv);
       else if (!fg_gguf_kv_int(f, i, &iv)) printf("%lld", (long long)iv);
       printf("\n");
     }
@@ -260,7 +263,7 @@ static int summary(const char *path, const fg_cli_ckpt *c, bool full) {
       }
     }
   } else {
-    const fg_st_dir *d = c->st;
+    const fg_st_dir *d = fg_ckpt_safetensors(c);
     const fg_st_file *first = fg_st_dir_shard(d, 0);
     printf("%s: safetensors, %zu tensors", path, nt);
     if (fg_st_dir_shard_count(d) > 1) printf(", %zu shards", fg_st_dir_shard_count(d));
@@ -324,14 +327,14 @@ int fg_cmd_inspect(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  fg_cli_ckpt c = {0};
-  if (fg_cli_ckpt_open(path, &c) != FG_OK) {
+  fg_ckpt *c = NULL;
+  if (fg_ckpt_open(path, &c) != FG_OK) {
     fg_cli_report("inspect", path);
     return 1;
   }
   int rc = 0;
   if (json) {
-    cJSON *root = c.gguf ? gguf_json(c.gguf, full) : st_json(c.st);
+    cJSON *root = fg_ckpt_gguf(c) ? gguf_json(fg_ckpt_gguf(c), full) : st_json(fg_ckpt_safetensors(c));
     char *text = root ? cJSON_Print(root) : NULL;
     if (!text) {
       fprintf(stderr, "forgia inspect: %s: out of memory building JSON\n", path);
@@ -343,9 +346,9 @@ int fg_cmd_inspect(int argc, char **argv) {
     free(text);
     cJSON_Delete(root);
   } else {
-    rc = summary(path, &c, full);
+    rc = summary(path, c, full);
   }
-  fg_cli_ckpt_close(&c);
+  fg_ckpt_close(c);
   if (fflush(stdout) != 0) rc = 1;
   return rc;
 }

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "util_ckpt.h"
 #include "util_limits.h"
 #include "forgia/forgia.h"
 #include "forgia/load.h"
@@ -59,7 +61,7 @@ typedef struct bar {
 
 static bool show_progress(const fg_load_progress *p, void *user) {
   bar *b = user;
-  double t = fg_cli_now();
+  double t = fg_clock_seconds();
   bool end = p->bytes_done >= p->bytes_total && p->tensors_done >= p->tensors_total;
   if (!end && t - b->last < 0.1) return true;
   b->last = t;
@@ -165,13 +167,30 @@ static fg_status load_once(const args *a, fg_device *dev, const fg_load_options 
   return s;
 }
 
-static void report(const char *label, const fg_model *m, fg_device *dev, const fg_load_options *o) {
+/* Bytes the load actually read: stats count every loaded tensor's stored bytes, but with
+ * --lazy the borrowed ones are mapped and never touched. */
+static uint64_t bytes_touched(const fg_load_stats *st, bool lazy) {
+  if (!lazy) return st->bytes_read;
+  return st->bytes_borrowed < st->bytes_read ? st->bytes_read - st->bytes_borrowed : 0;
+}
+
+/* GB/s over the bytes read; negative when nothing was read (no bandwidth to speak of). */
+static double load_gbs(const fg_load_stats *st, bool lazy) {
+  uint64_t b = bytes_touched(st, lazy);
+  return b && st->seconds > 0 ? (double)b / st->seconds / 1e9 : -1.0;
+}
+
+static void report(const char *label, const fg_model *m, fg_device *dev, const fg_load_options *o, bool lazy) {
   const fg_load_stats *st = fg_model_stats(m);
-  double gbs = st->seconds > 0 ? (double)st->bytes_read / st->seconds / 1e9 : 0.0;
-  printf("%s: %llu tensors (%llu skipped), %llu bytes read, %llu bytes on %s, %llu borrowed, %.4f s, %.3f GB/s\n",
+  double gbs = load_gbs(st, lazy);
+  printf("%s: %llu tensors (%llu skipped), %llu bytes read, %llu bytes on %s, %llu borrowed%s, %.4f s",
          label, (unsigned long long)st->tensors, (unsigned long long)st->tensors_skipped,
-         (unsigned long long)st->bytes_read, (unsigned long long)st->bytes_owned, fg_device_spec(dev),
-         (unsigned long long)st->bytes_borrowed, st->seconds, gbs);
+         (unsigned long long)bytes_touched(st, lazy), (unsigned long long)st->bytes_owned, fg_device_spec(dev),
+         (unsigned long long)st->bytes_borrowed, lazy && st->bytes_borrowed ? " unread (--lazy)" : "", st->seconds);
+  if (gbs >= 0)
+    printf(", %.3f GB/s\n", gbs);
+  else
+    printf(", no bandwidth (nothing was read)\n");
   if (st->staged)
     printf("%s: ring %u x %zu bytes (setup %.4f s), NUMA node %d, dtype policy %s\n", label, st->ring_count,
            st->ring_bytes, st->ring_seconds, st->numa_node, fg_load_dtype_name(o->dtype));
@@ -223,7 +242,7 @@ int fg_cmd_load(int argc, char **argv) {
   }
   bool bar_on = isatty(STDERR_FILENO);
   if (load_once(&a, dev, &o, &m, bar_on) != FG_OK) {
-    fprintf(stderr, "forgia load: %s\n", fg_last_error());
+    fg_cli_report("load", a.path);
     goto out;
   }
   printf("source: %s (%s, %zu file%s)\n", a.path, fg_model_format(m), fg_model_file_count(m),
@@ -235,7 +254,7 @@ int fg_cmd_load(int argc, char **argv) {
       print_shape(t);
       printf(" %llu bytes%s\n", (unsigned long long)t->nbytes, t->borrowed ? " (borrowed)" : "");
     }
-  report("load", m, dev, &o);
+  report("load", m, dev, &o, a.lazy);
   if (a.bench) {
     /* The first load may have read from disk; the read() pass leaves every file in the page
      * cache, and the load is timed again against it. */
@@ -247,19 +266,25 @@ int fg_cmd_load(int argc, char **argv) {
     fg_model_free(m);
     m = NULL;
     if (load_once(&a, dev, &o, &m, false) != FG_OK) {
-      fprintf(stderr, "forgia load: %s\n", fg_last_error());
+      fg_cli_report("load", a.path);
       goto out;
     }
-    report("warm load", m, dev, &o);
-    const fg_load_stats *st = fg_model_stats(m);
-    double gbs = st->seconds > 0 ? (double)st->bytes_read / st->seconds / 1e9 : 0.0;
+    report("warm load", m, dev, &o, a.lazy);
+    double gbs = load_gbs(fg_model_stats(m), a.lazy);
     memcpy_gbs = fg_cli_memcpy_gbs();
-    printf("bench: warm load %.3f GB/s\n", gbs);
-    printf("bench: page-cache read() %.3f GB/s, ratio %.3f\n", read_gbs, read_gbs > 0 ? gbs / read_gbs : 0.0);
-    printf("bench: memcpy %.3f GB/s, ratio %.3f\n", memcpy_gbs, memcpy_gbs > 0 ? gbs / memcpy_gbs : 0.0);
-    if (fg_device_kind_of(dev) == FG_DEVICE_CUDA) {
-      h2d_gbs = fg_cli_h2d_gbs(dev);
-      printf("bench: pinned H2D %.3f GB/s, ratio %.3f\n", h2d_gbs, h2d_gbs > 0 ? gbs / h2d_gbs : 0.0);
+    if (gbs < 0) {
+      /* --lazy borrowed every tensor: there is no load bandwidth to compare */
+      printf("bench: warm load read no bytes (--lazy borrowed every tensor): no ratios\n");
+      printf("bench: page-cache read() %.3f GB/s\n", read_gbs);
+      printf("bench: memcpy %.3f GB/s\n", memcpy_gbs);
+    } else {
+      printf("bench: warm load %.3f GB/s\n", gbs);
+      printf("bench: page-cache read() %.3f GB/s, ratio %.3f\n", read_gbs, read_gbs > 0 ? gbs / read_gbs : 0.0);
+      printf("bench: memcpy %.3f GB/s, ratio %.3f\n", memcpy_gbs, memcpy_gbs > 0 ? gbs / memcpy_gbs : 0.0);
+      if (fg_device_kind_of(dev) == FG_DEVICE_CUDA) {
+        h2d_gbs = fg_cli_h2d_gbs(dev);
+        printf("bench: pinned H2D %.3f GB/s, ratio %.3f\n", h2d_gbs, h2d_gbs > 0 ? gbs / h2d_gbs : 0.0);
+      }
     }
   }
   rc = 0;

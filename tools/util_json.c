@@ -1,8 +1,10 @@
 #include "util_json.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXACT_DOUBLE (1ull << 53)
 
@@ -18,6 +20,12 @@ cJSON *fg_cli_json_i64(int64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%" PRId64, v);
   return cJSON_CreateRaw(buf);
+}
+
+cJSON *fg_cli_json_f64(double v) {
+  /* cJSON prints a double equal to its int value with %d, which drops the sign of -0 */
+  if (v == 0 && signbit(v)) return cJSON_CreateRaw("-0.0");
+  return cJSON_CreateNumber(v);
 }
 
 /* Length of the valid UTF-8 sequence at s (0 when invalid). */
@@ -36,7 +44,8 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
   return need + 1;
 }
 
-cJSON *fg_cli_json_bytes(const char *s, size_t len) {
+/* The quoted JSON string of len bytes (malloc'd, NUL-terminated), or NULL. */
+static char *quote(const char *s, size_t len) {
   /* worst case: every byte becomes \u00xx (6) or U+FFFD (3 bytes) */
   if (len > (SIZE_MAX - 3) / 6) return NULL;
   char *o = malloc(len * 6 + 3);
@@ -68,7 +77,70 @@ cJSON *fg_cli_json_bytes(const char *s, size_t len) {
   }
   o[k++] = '"';
   o[k] = '\0';
+  return o;
+}
+
+cJSON *fg_cli_json_bytes(const char *s, size_t len) {
+  char *o = quote(s, len);
+  if (!o) return NULL;
   cJSON *r = cJSON_CreateRaw(o);
   free(o);
+  return r;
+}
+
+/* ---- objects with byte-string keys ---- */
+
+static void put(fg_cli_json_obj *o, const char *s, size_t n) {
+  if (o->failed) return;
+  if (o->cap - o->len <= n) {
+    size_t cap = o->cap ? o->cap : 256;
+    while (cap - o->len <= n) {
+      if (cap > SIZE_MAX / 2) {
+        o->failed = true;
+        return;
+      }
+      cap *= 2;
+    }
+    char *b = realloc(o->buf, cap);
+    if (!b) {
+      o->failed = true;
+      return;
+    }
+    o->buf = b;
+    o->cap = cap;
+  }
+  memcpy(o->buf + o->len, s, n);
+  o->len += n;
+  o->buf[o->len] = '\0';
+}
+
+static void puts_(fg_cli_json_obj *o, const char *s) { put(o, s, strlen(s)); }
+
+void fg_cli_json_obj_add(fg_cli_json_obj *o, const char *key, size_t key_len, cJSON *value) {
+  char *k = value ? quote(key, key_len) : NULL;
+  char *v = k ? cJSON_Print(value) : NULL;
+  cJSON_Delete(value);
+  if (!v) {
+    o->failed = true;
+  } else {
+    puts_(o, o->n ? ",\n\t\t" : "{\n\t\t");
+    puts_(o, k);
+    puts_(o, ":\t");
+    /* members sit two levels deep: indent the value's own lines by two more tabs */
+    for (const char *p = v; *p; p++) {
+      put(o, p, 1);
+      if (*p == '\n') puts_(o, "\t\t");
+    }
+    o->n++;
+  }
+  free(k);
+  cJSON_free(v);
+}
+
+cJSON *fg_cli_json_obj_finish(fg_cli_json_obj *o) {
+  puts_(o, o->n ? "\n\t}" : "{\n\t}");
+  cJSON *r = o->failed ? NULL : cJSON_CreateRaw(o->buf);
+  free(o->buf);
+  memset(o, 0, sizeof *o);
   return r;
 }

@@ -13,7 +13,5 @@ double fg_cli_read_gbs(const char *const *paths, size_t n);
 double fg_cli_memcpy_gbs(void);
 /* Best of 5 pinned host-to-device copies of 256 MiB (GB/s); 0 when dev is not a GPU. */
 double fg_cli_h2d_gbs(fg_device *dev);
-/* Monotonic seconds. */
-double fg_cli_now(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* CLI progress lines and bars; see util_progress.h. */
 #define _POSIX_C_SOURCE 200809L
+#include "core/clock.h"
 #include "util_progress.h"
 
 #include <inttypes.h>
@@ -7,12 +8,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 const char *fg_cli_human_bytes(uint64_t n, char *buf, size_t cap) {
   static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -42,13 +37,13 @@ void fg_cli_progress_init(fg_cli_progress *p, FILE *out, const char *unit, uint6
   p->out = out;
   p->unit = unit ? unit : "items";
   p->tty = isatty(fileno(out)) == 1;
-  p->t0 = now_s();
+  p->t0 = fg_clock_seconds();
   p->last_draw = -1.0;
   p->items_total = items_total;
   p->bytes_total = bytes_total;
 }
 
-double fg_cli_progress_elapsed(const fg_cli_progress *p) { return now_s() - p->t0; }
+double fg_cli_progress_elapsed(const fg_cli_progress *p) { return fg_clock_seconds() - p->t0; }
 
 void fg_cli_progress_clear(fg_cli_progress *p) {
   if (!p->drawn) return;
@@ -59,7 +54,7 @@ void fg_cli_progress_clear(fg_cli_progress *p) {
 
 void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t bytes_done,
                             const char *finished, const char *detail) {
-  double t = now_s(), el = t - p->t0;
+  double t = fg_clock_seconds(), el = t - p->t0;
   char done[32], total[32], rate[32];
   fg_cli_human_bytes(bytes_done, done, sizeof done);
   fg_cli_human_bytes(p->bytes_total, total, sizeof total);

@@ -7,7 +7,13 @@
  *
  * Memory returned by fg_device_alloc lives on the device (host memory for the CPU);
  * copies name their direction. Streams order work on one device; the CPU backend runs
- * every stream operation synchronously, so its events are complete when recorded. */
+ * every stream operation synchronously, so its events are complete when recorded.
+ *
+ * Thread safety: one fg_device may be used from several threads at once (each call selects
+ * the device on the calling thread; the backends keep no mutable per-device state); close it
+ * only when no thread uses it and its memory, streams and events are freed. fg_device_sync
+ * waits for the work of every thread on that device. A stream or an event is used by one
+ * thread at a time: work queued on one stream from two threads runs in no defined order. */
 #ifndef FORGIA_DEVICE_H
 #define FORGIA_DEVICE_H
 

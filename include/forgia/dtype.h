@@ -1,6 +1,9 @@
 /* Element types: one enum for every type the formats carry.
  * The enum itself (ggml wire codes 0..42, safetensors-only types from 64) is in
- * elem/dtype_enum.h. */
+ * elem/dtype_enum.h.
+ *
+ * Thread safety: the traits table is constant; every function may be called from any
+ * thread. */
 #ifndef FORGIA_DTYPE_H
 #define FORGIA_DTYPE_H
 

@@ -24,7 +24,11 @@
  * block type general.quantization_version (UINT32 2) is added if absent, as llama-quantize
  * does. A safetensors source contributes its config.json under "safetensors.config." and
  * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
- * row-major shapes become GGUF ne (reversed). */
+ * row-major shapes become GGUF ne (reversed).
+ *
+ * Thread safety: a plan is immutable once created; its getters may be called from many
+ * threads. fg_export_run reads the plan and its checkpoint without changing them and calls
+ * progress on the calling thread; runs writing different out_paths may run concurrently. */
 #ifndef FORGIA_EXPORT_H
 #define FORGIA_EXPORT_H
 
@@ -33,29 +37,13 @@
 #include <stdint.h>
 
 #include "forgia/api.h"
+#include "forgia/ckpt.h"
 #include "forgia/dtype.h"
 #include "forgia/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- sources --------------------------------------------------------------------------- */
-
-typedef struct fg_export_source fg_export_source;
-
-/* A GGUF file, or the first part NAME-00001-of-0000N.gguf of a split model (all parts are
- * merged), memory-mapped. */
-FG_API fg_status fg_export_source_open_gguf(const char *path, fg_export_source **out);
-/* A .safetensors file, an index file, or a directory (see fg_st_dir_open), memory-mapped.
- * Every tensor must be representable in GGUF: a dtype with a ggml code, at most 4 dims, a
- * name of 1..63 bytes without NUL (FG_ERR_UNSUPPORTED / FG_ERR_BAD_SHAPE /
- * FG_ERR_BAD_STRING naming the tensor otherwise). A 0-dim scalar becomes ne = {1}. */
-FG_API fg_status fg_export_source_open_safetensors(const char *path, fg_export_source **out);
-FG_API void fg_export_source_close(fg_export_source *s); /* NULL-safe */
-
-FG_API const char *fg_export_source_path(const fg_export_source *s);
-FG_API bool fg_export_source_is_gguf(const fg_export_source *s);
 
 /* ---- targets --------------------------------------------------------------------------- */
 
@@ -125,11 +113,15 @@ typedef struct fg_export_tensor {
 
 typedef struct fg_export_plan fg_export_plan;
 
-/* The plan borrows src: free the plan before closing the source. Fails (with no plan) on a
- * refused chain requantization, or an expert tensor whose quantized type this build cannot
- * decode. */
-FG_API fg_status fg_export_plan_create(const fg_export_source *src, const fg_export_options *opt,
-                                fg_export_plan **out);
+/* Plans the export of an opened checkpoint (fg_ckpt_open: GGUF, split GGUF, safetensors
+ * file, index or folder). The plan borrows src: free the plan before closing it. Fails,
+ * with no plan, when a tensor cannot be a GGUF tensor: a name not of 1..63 bytes or holding
+ * a NUL (FG_ERR_BAD_STRING), a dtype without a ggml type (FG_ERR_UNSUPPORTED), more than 4
+ * dims (FG_ERR_BAD_SHAPE), each naming the tensor (a 0-dim scalar becomes ne = {1}); and on
+ * a refused chain requantization, or an expert tensor whose quantized type this build
+ * cannot decode (FG_ERR_UNSUPPORTED). */
+FG_API fg_status fg_export_plan_create(const fg_ckpt *src, const fg_export_options *opt,
+                                       fg_export_plan **out);
 FG_API void fg_export_plan_free(fg_export_plan *p); /* NULL-safe */
 
 FG_API size_t fg_export_plan_count(const fg_export_plan *p);

@@ -1,4 +1,27 @@
-/* forgia: checkpoint I/O and training state. This header includes every module. */
+/* forgia: checkpoint I/O and training state. This header includes every module.
+ *
+ * Naming, the same in every module:
+ *   fg_<module>_<verb>        functions; types lowercase, enum values FG_<PREFIX>_<NAME>, and
+ *                             no two enums share a prefix (FG_LOAD_DTYPE_*, FG_LOAD_FLAG_*).
+ *   *_open / *_close          things opened from a path or a device name (files, checkpoints,
+ *                             devices); *_close is NULL-safe.
+ *   *_create / *_free         things built in memory (writers, plans, rings, streams, events,
+ *                             models); *_free is NULL-safe.
+ *   *_retain / *_release      reference counting (mappings).
+ *   *_find                    returns a borrowed pointer, or NULL when absent.
+ *   *_get                     returns an fg_status (FG_ERR_NOT_FOUND with a message when absent)
+ *                             and the result through an out parameter.
+ *   *_index                   returns an index, or -1 when absent.
+ *   *_evict                   a paging hint that drops pages; never frees memory.
+ * Counts and indices are size_t; ranks (ndim) are int; shapes are uint64_t, row-major,
+ * outermost first (GGUF's innermost-first order appears only in fields named ne).
+ * Callbacks take the information first and the caller's user pointer last.
+ * Every fallible function returns fg_status and leaves fg_last_error() set on failure; a
+ * failed call leaves nothing allocated, half-written or half-applied.
+ *
+ * Thread safety is stated at the top of each module's header: opened files, checkpoints,
+ * plans and loaded models are immutable and may be read from many threads; writers are
+ * single-threaded; fg_last_error() is thread-local. */
 #ifndef FORGIA_FORGIA_H
 #define FORGIA_FORGIA_H
 
@@ -11,6 +34,7 @@
 #include "forgia/device.h"
 #include "forgia/gguf.h"
 #include "forgia/safetensors.h"
+#include "forgia/ckpt.h"
 #include "forgia/quant.h"
 #include "forgia/export.h"
 #include "forgia/load.h"

@@ -7,30 +7,49 @@
  * held). Parsing touches only the header pages: tensor data is bounds-checked, never read.
  * A parsed file is immutable and may be read from many threads.
  *
+ * Thread safety: every function taking a const fg_gguf_file (getters, look-ups, the
+ * prefetch/evict hints) may run on many threads at once; fg_gguf_close only when they are
+ * done. A writer is not locked: use each fg_gguf_writer from one thread at a time (a writer
+ * may copy KVs from a file other threads are reading). Different writers are independent.
+ *
  * What the parser rejects (each with its status and a message naming the file, the key or
  * tensor, the byte offset and expected versus found):
- *   FG_ERR_TRUNCATED       the input ends inside a field, a count announces more entries than
- *                          the remaining bytes can hold, or a tensor's data runs past EOF
- *                          (the message names the tensor and the shortfall in bytes)
+ *   FG_ERR_TRUNCATED       the input ends inside a field, a header or array count announces
+ *                          more entries than the remaining bytes can hold, or a tensor's data
+ *                          runs past EOF (the message names the tensor and the shortfall)
  *   FG_ERR_BAD_MAGIC       the first four bytes are not "GGUF"
  *   FG_ERR_BAD_VERSION     version other than 2 or 3 (a byte-swapped, big-endian file included)
- *   FG_ERR_BAD_STRING      empty key, key/string/name length past EOF or over 1 GiB, tensor
- *                          name empty, 64 bytes or longer (ggml's GGML_MAX_NAME) or holding
- *                          a NUL byte
- *   FG_ERR_BAD_VALUE_TYPE  value type outside 0..12, arrays of arrays
- *   FG_ERR_RANGE           a UINT64 value (scalar or array element) >= 2^63; an array of
- *                          more than 2^30 elements
- *   FG_ERR_DUPLICATE       a key or a tensor name that appears twice (across split parts too)
+ *   FG_ERR_BAD_STRING      empty key; key, string or tensor name whose length runs past EOF or
+ *                          is over 1 GiB; tensor name of 64 bytes or more (ggml's
+ *                          GGML_MAX_NAME) or holding a NUL byte
+ *   FG_ERR_BAD_VALUE_TYPE  value or array element type outside 0..12, arrays of arrays
+ *   FG_ERR_RANGE           an array of more than 2^30 elements
+ *   FG_ERR_DUPLICATE       a key or a tensor name that appears twice (two empty tensor names
+ *                          included; across split parts too)
  *   FG_ERR_BAD_ALIGNMENT   general.alignment not of wire type UINT32, zero, not a power of
  *                          two, or above 2^20
- *   FG_ERR_BAD_SHAPE       n_dims outside 1..4, a negative dim, an element count or byte
- *                          size that overflows int64, ne[0] not a whole number of blocks
+ *   FG_ERR_BAD_SHAPE       n_dims above 4, a negative dim, an element count or byte size
+ *                          that overflows int64, ne[0] not a whole number of blocks
  *   FG_ERR_BAD_DTYPE       unknown or removed ggml type code
  *   FG_ERR_BAD_OFFSET      a tensor offset other than the running padded total ggml requires
- *                          (first tensor at 0, each next at prev + pad(nbytes, alignment))
+ *                          (first tensor at 0, each next at prev + pad(nbytes, alignment)), or
+ *                          a running total that overflows
  * Accepted, as ggml accepts them: empty arrays and strings, bool bytes other than 0/1
- * (non-zero is true), zero-element tensors, alignment 1, trailing bytes after the data, a
- * file whose last tensor lacks its final padding. Strings are not checked for UTF-8.
+ * (non-zero is true), UINT64 values of 2^63 and above (kept exact: see the _uint getters),
+ * n_dims 0 (one element: ndim 0, no shape entries, ne all 1), an empty tensor name (found
+ * by fg_gguf_find_tensor(f, "")), zero-element tensors, alignment 1, trailing bytes after
+ * the data, a file whose last tensor lacks its final padding. Strings and keys are not
+ * checked for UTF-8, keys may hold NUL bytes. (The writer below emits neither n_dims 0 nor
+ * an empty name, as ggml's writer does not.)
+ *
+ * Where this parser stays stricter than ggml, by decision:
+ *   - A NUL byte inside a tensor name. ggml accepts it and cuts the name at the NUL
+ *     (ggml_set_name copies a C string), so "a\0b" is loaded as "a" and two names that
+ *     differ after the NUL collide. Here names are handed out NUL-terminated in
+ *     fg_gguf_tensor.name and looked up by length: a NUL would make one name read two ways.
+ *   - general.alignment above 2^20 (ggml takes any power-of-two UINT32, up to 2^31). No
+ *     writer emits more than a page; the cap bounds the padding arithmetic and the zero
+ *     padding a writer copying the file must produce (up to 2 GiB per tensor otherwise).
  *
  * Writing. fg_gguf_writer collects KVs (exact wire types) and tensors, then writes the
  * layout of ggml's writer: header, KVs in insertion order, tensor infos in declaration
@@ -93,9 +112,15 @@ typedef struct fg_gguf_array {
 } fg_gguf_array;
 
 /* Element j of an array. FG_ERR_RANGE when j >= len, FG_ERR_TYPE when the element type does
- * not fit the getter: _int takes every integer type (widened to int64), _float FLOAT32 and
- * FLOAT64 (widened to double), _bool BOOL, _str STRING (O(1)). */
+ * not fit the getter. What each getter takes:
+ *   _int    every integer type, widened to int64; FG_ERR_RANGE for a UINT64 >= 2^63
+ *   _uint   every integer type, widened to uint64; FG_ERR_RANGE for a negative value
+ *   _float  FLOAT32 and FLOAT64, and every integer type (converted to the nearest double)
+ *   _bool   BOOL, and every integer type (non-zero is true)
+ *   _str    STRING (O(1))
+ * *out is written only on FG_OK. */
 FG_API fg_status fg_gguf_array_int(const fg_gguf_array *a, uint64_t j, int64_t *out);
+FG_API fg_status fg_gguf_array_uint(const fg_gguf_array *a, uint64_t j, uint64_t *out);
 FG_API fg_status fg_gguf_array_float(const fg_gguf_array *a, uint64_t j, double *out);
 FG_API fg_status fg_gguf_array_bool(const fg_gguf_array *a, uint64_t j, bool *out);
 FG_API fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out);
@@ -106,7 +131,7 @@ typedef struct fg_gguf_tensor {
   char name[FG_GGUF_MAX_NAME]; /* NUL-terminated copy of the wire name */
   uint32_t name_len;
   fg_dtype dtype;              /* equals the ggml wire code */
-  int ndim;                    /* n_dims as in the file, 1..4 */
+  int ndim;                    /* n_dims as in the file, 0..4 (0: one element) */
   uint64_t ne[4];              /* GGUF order: ne[0] is the innermost (row) dimension;
                                   dims past ndim are 1 */
   uint64_t shape[4];           /* row-major, outermost first: shape[i] = ne[ndim-1-i];
@@ -164,9 +189,13 @@ FG_API int64_t fg_gguf_key_index_n(const fg_gguf_file *f, const char *key, size_
 /* Accessors by index; i must be < fg_gguf_kv_count (out-of-range: empty string, -1 type). */
 FG_API fg_gguf_str fg_gguf_kv_key(const fg_gguf_file *f, size_t i);
 FG_API fg_gguf_type fg_gguf_kv_type(const fg_gguf_file *f, size_t i);   /* wire type */
-/* Typed values: FG_ERR_TYPE when the wire type does not fit (as for the array getters),
- * FG_ERR_RANGE when i is out of range. _str and _array borrow from the file. */
+/* Typed values, taking the wire types the array getters take (_int, _uint, _float, _bool,
+ * _str) and ARRAY (_array): FG_ERR_TYPE when the wire type does not fit, FG_ERR_RANGE when
+ * i is out of range or the value does not fit (_int: UINT64 >= 2^63; _uint: a negative
+ * value), with a message naming the file, key and value. _str and _array borrow from the
+ * file. */
 FG_API fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out);
+FG_API fg_status fg_gguf_kv_uint(const fg_gguf_file *f, size_t i, uint64_t *out);
 FG_API fg_status fg_gguf_kv_float(const fg_gguf_file *f, size_t i, double *out);
 FG_API fg_status fg_gguf_kv_bool(const fg_gguf_file *f, size_t i, bool *out);
 FG_API fg_status fg_gguf_kv_str(const fg_gguf_file *f, size_t i, fg_gguf_str *out);
@@ -176,8 +205,9 @@ FG_API fg_status fg_gguf_kv_raw(const fg_gguf_file *f, size_t i, const uint8_t *
 /* The value part alone (after the type code; for arrays after element type and count). */
 FG_API fg_status fg_gguf_kv_value_raw(const fg_gguf_file *f, size_t i, const uint8_t **bytes, uint64_t *len);
 
-/* The same getters by key: FG_ERR_NOT_FOUND when absent, FG_ERR_TYPE on a type mismatch. */
+/* The same getters by key: FG_ERR_NOT_FOUND when absent, otherwise as by index. */
 FG_API fg_status fg_gguf_get_int(const fg_gguf_file *f, const char *key, int64_t *out);
+FG_API fg_status fg_gguf_get_uint(const fg_gguf_file *f, const char *key, uint64_t *out);
 FG_API fg_status fg_gguf_get_float(const fg_gguf_file *f, const char *key, double *out);
 FG_API fg_status fg_gguf_get_bool(const fg_gguf_file *f, const char *key, bool *out);
 FG_API fg_status fg_gguf_get_str(const fg_gguf_file *f, const char *key, fg_gguf_str *out);
@@ -220,7 +250,7 @@ FG_API fg_status fg_gguf_writer_set_u16(fg_gguf_writer *w, const char *key, uint
 FG_API fg_status fg_gguf_writer_set_i16(fg_gguf_writer *w, const char *key, int16_t v);
 FG_API fg_status fg_gguf_writer_set_u32(fg_gguf_writer *w, const char *key, uint32_t v);
 FG_API fg_status fg_gguf_writer_set_i32(fg_gguf_writer *w, const char *key, int32_t v);
-FG_API fg_status fg_gguf_writer_set_u64(fg_gguf_writer *w, const char *key, uint64_t v); /* < 2^63 */
+FG_API fg_status fg_gguf_writer_set_u64(fg_gguf_writer *w, const char *key, uint64_t v); /* any value, as ggml */
 FG_API fg_status fg_gguf_writer_set_i64(fg_gguf_writer *w, const char *key, int64_t v);
 FG_API fg_status fg_gguf_writer_set_f32(fg_gguf_writer *w, const char *key, float v);
 FG_API fg_status fg_gguf_writer_set_f64(fg_gguf_writer *w, const char *key, double v);

@@ -50,7 +50,9 @@
  * after the load changes (or, when truncated, faults) what they point at.
  *
  * Threads: fg_load may be called from several threads with different devices or options;
- * a fg_load_ring is used by one load at a time. */
+ * a fg_load_ring is used by one load at a time. A loaded fg_model is immutable: its getters
+ * may be called from many threads (fg_model_free only once they are done). The progress
+ * callback runs on the thread that called fg_load. */
 #ifndef FORGIA_LOAD_H
 #define FORGIA_LOAD_H
 

@@ -1,7 +1,12 @@
 /* Read-only views of files: memory-mapped (MAP_PRIVATE) or read into memory.
  *
  * A mapping is reference counted so that parsed files can hand out borrowed pointers
- * that outlive the parser (fg_mapping_retain before closing the parser, release later). */
+ * that outlive the parser (fg_mapping_retain before closing the parser, release later).
+ *
+ * Thread safety: a mapping never changes once opened; its getters and the prefetch/evict
+ * hints may be called from many threads. The reference count is atomic, so references may
+ * be taken and dropped on any thread; a thread must not touch the data after its own
+ * release. */
 #ifndef FORGIA_MAPPING_H
 #define FORGIA_MAPPING_H
 
@@ -22,7 +27,8 @@ typedef enum fg_map_mode {
 
 typedef struct fg_mapping fg_mapping;
 
-/* Opens path. An empty file gives a mapping of size 0 with data == NULL. */
+/* Opens path. An empty file gives a mapping of size 0 with data == NULL. Anything but a
+ * regular file (a directory, a FIFO) is FG_ERR_IO without being opened, so this never blocks. */
 FG_API fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out);
 /* Wraps caller-owned bytes without copying; the caller keeps them alive. */
 FG_API fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out);

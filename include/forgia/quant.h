@@ -13,7 +13,10 @@
  *   f32, f16 and bf16 carry NaN and Inf, so their encoders convert them like any value.
  *   Callers add the tensor name with fg_fail_prefix.
  * - a type this build cannot encode/decode gives FG_ERR_UNSUPPORTED.
- * The multi-row forms run OpenMP over rows and give identical bytes for any thread count. */
+ * The multi-row forms run OpenMP over rows and give identical bytes for any thread count.
+ *
+ * Thread safety: the codecs keep no state; every function may be called from many threads
+ * at once (each multi-row call runs its own OpenMP team from the calling thread). */
 #ifndef FORGIA_QUANT_H
 #define FORGIA_QUANT_H
 

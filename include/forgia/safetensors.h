@@ -29,7 +29,12 @@
  * was expected versus found.
  *
  * Every upstream dtype is carried as raw bytes, F4 (2 elements a byte) and F6_* (4 elements
- * in 3 bytes) included. Shapes are row-major, outermost first. */
+ * in 3 bytes) included. Shapes are row-major, outermost first.
+ *
+ * Thread safety: an opened fg_st_file or fg_st_dir is immutable; every function taking it
+ * const (look-ups, metadata, slicing, the config getters and texts) may run on many threads
+ * at once, and *_close only when they are done. The writers keep no shared state: calls
+ * writing different outputs may run concurrently. */
 #ifndef FORGIA_SAFETENSORS_H
 #define FORGIA_SAFETENSORS_H
 
@@ -168,7 +173,6 @@ FG_API fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *rang
 #define FG_ST_DEFAULT_MAX_SHARD 5000000000ull /* huggingface_hub's "5GB" */
 
 typedef struct fg_st_dir fg_st_dir;
-struct cJSON;
 
 /* Opens one view over a checkpoint. path may be
  *   - a directory holding model.safetensors.index.json (every shard it names is opened),
@@ -193,9 +197,11 @@ FG_API const char *fg_st_dir_shard_name(const fg_st_dir *d, size_t i); /* file n
 FG_API bool fg_st_dir_is_sharded(const fg_st_dir *d);   /* opened through an index */
 /* metadata.total_size from the index, or the sum of tensor bytes without one. */
 FG_API uint64_t fg_st_dir_total_size(const fg_st_dir *d);
-/* The parsed index (NULL without one) and config.json (NULL when absent); borrowed. */
-FG_API const struct cJSON *fg_st_dir_index_json(const fg_st_dir *d);
-FG_API const struct cJSON *fg_st_dir_config(const fg_st_dir *d);
+/* The text of the index file (NULL without one) and of config.json (NULL when absent), as
+ * read at open; NUL-terminated, *len (may be NULL) gets the bytes without the terminator.
+ * Borrowed until fg_st_dir_close. Parse them with any JSON reader. */
+FG_API const char *fg_st_dir_index_text(const fg_st_dir *d, size_t *len);
+FG_API const char *fg_st_dir_config_text(const fg_st_dir *d, size_t *len);
 /* Top-level config.json values. FG_ERR_NOT_FOUND without config or key, FG_ERR_TYPE when
  * the value has another type (an integer getter refuses fractions). */
 FG_API fg_status fg_st_dir_config_int(const fg_st_dir *d, const char *key, int64_t *out);

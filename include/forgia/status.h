@@ -2,7 +2,16 @@
  *
  * Every fallible function returns fg_status; FG_OK is 0. On failure the function has
  * left no partial state behind, and fg_last_error() holds one line naming the file,
- * tensor, offset and what was expected versus found. */
+ * tensor, offset and what was expected versus found.
+ *
+ * Stability: every code has an explicit number, grouped by range (generic 1-19, devices
+ * 20-39, container formats 40-59, safetensors validation classes 60-79, quantization
+ * 80-99). Once released a number never changes meaning and is never reused; new codes
+ * are appended at the end of their group. Callers must treat any nonzero value, unknown
+ * ones included, as an error (fg_status_name says "FG_ERR_UNKNOWN" for those).
+ *
+ * Thread safety: every function here may be called from any thread. The last-error
+ * message is thread-local: a failure on one thread never changes another's message. */
 #ifndef FORGIA_STATUS_H
 #define FORGIA_STATUS_H
 
@@ -17,47 +26,45 @@ extern "C" {
 typedef enum fg_status {
   FG_OK = 0,
   /* generic */
-  FG_ERR_INVALID_ARG,      /* a caller passed a value outside the contract */
-  FG_ERR_NOMEM,            /* host allocation failed */
-  FG_ERR_IO,               /* open/read/write/rename/mmap failed (errno in the message) */
-  FG_ERR_NOT_FOUND,        /* a named key, tensor or file does not exist */
-  FG_ERR_UNSUPPORTED,      /* valid input this build cannot handle */
-  FG_ERR_OVERFLOW,         /* arithmetic on sizes or counts would overflow */
-  FG_ERR_RANGE,            /* a value is outside the range its type allows */
-  FG_ERR_TYPE,             /* a value has a different type than asked for */
-  FG_ERR_NONFINITE,        /* NaN or Inf where only finite values are accepted */
-  FG_ERR_STATE,            /* call out of order (e.g. writing after finish) */
+  FG_ERR_INVALID_ARG = 1,         /* a caller passed a value outside the contract */
+  FG_ERR_NOMEM = 2,               /* host allocation failed */
+  FG_ERR_IO = 3,                  /* open/read/write/rename/mmap failed (errno in the message) */
+  FG_ERR_NOT_FOUND = 4,           /* a named key, tensor or file does not exist */
+  FG_ERR_UNSUPPORTED = 5,         /* valid input this build cannot handle */
+  FG_ERR_OVERFLOW = 6,            /* arithmetic on sizes or counts would overflow */
+  FG_ERR_RANGE = 7,               /* a value is outside the range its type allows */
+  FG_ERR_TYPE = 8,                /* a value has a different type than asked for */
+  FG_ERR_NONFINITE = 9,           /* NaN or Inf where only finite values are accepted */
+  FG_ERR_STATE = 10,              /* call out of order (e.g. writing after finish) */
   /* devices */
-  FG_ERR_NO_DEVICE,        /* the device asked for is not present */
-  FG_ERR_DEVICE,           /* a device runtime call failed */
-  FG_ERR_DEVICE_NOMEM,     /* device allocation failed */
+  FG_ERR_NO_DEVICE = 20,          /* the device asked for is not present */
+  FG_ERR_DEVICE = 21,             /* a device runtime call failed */
+  FG_ERR_DEVICE_NOMEM = 22,       /* device allocation failed */
   /* container formats: shared */
-  FG_ERR_TRUNCATED,        /* the input ends before a structure it announces */
-  FG_ERR_BAD_MAGIC,
-  FG_ERR_BAD_VERSION,
-  FG_ERR_BAD_DTYPE,        /* unknown or removed tensor type */
-  FG_ERR_BAD_SHAPE,        /* dims count, zero/negative dims, products that overflow */
-  FG_ERR_BAD_ALIGNMENT,
-  FG_ERR_BAD_OFFSET,       /* tensor data misplaced, overlapping or past the end */
-  FG_ERR_DUPLICATE,        /* duplicate key or tensor name */
-  FG_ERR_BAD_VALUE_TYPE,   /* unknown GGUF metadata value type, nested arrays */
-  FG_ERR_BAD_STRING,       /* string length past the end, or not UTF-8 */
+  FG_ERR_TRUNCATED = 40,          /* the input ends before a structure it announces */
+  FG_ERR_BAD_MAGIC = 41,
+  FG_ERR_BAD_VERSION = 42,
+  FG_ERR_BAD_DTYPE = 43,          /* unknown or removed tensor type */
+  FG_ERR_BAD_SHAPE = 44,          /* dims count, zero/negative dims, products that overflow */
+  FG_ERR_BAD_ALIGNMENT = 45,
+  FG_ERR_BAD_OFFSET = 46,         /* tensor data misplaced, overlapping or past the end */
+  FG_ERR_DUPLICATE = 47,          /* duplicate key or tensor name */
+  FG_ERR_BAD_VALUE_TYPE = 48,     /* unknown GGUF metadata value type, nested arrays */
+  FG_ERR_BAD_STRING = 49,         /* string length past the end, or not UTF-8 */
   /* safetensors validation classes (upstream SafeTensorError) */
-  FG_ERR_HEADER_TOO_SMALL,
-  FG_ERR_HEADER_TOO_LARGE,
-  FG_ERR_INVALID_HEADER_START,
-  FG_ERR_HEADER_NOT_UTF8,
-  FG_ERR_INVALID_JSON,
-  FG_ERR_INVALID_OFFSET,   /* offsets not contiguous, ascending, covering the buffer */
-  FG_ERR_TENSOR_INVALID_INFO, /* byte length != dtype x shape */
-  FG_ERR_METADATA_NOT_STRING,
-  FG_ERR_MISALIGNED_SLICE,
+  FG_ERR_HEADER_TOO_SMALL = 60,
+  FG_ERR_HEADER_TOO_LARGE = 61,
+  FG_ERR_INVALID_HEADER_START = 62,
+  FG_ERR_HEADER_NOT_UTF8 = 63,
+  FG_ERR_INVALID_JSON = 64,
+  FG_ERR_INVALID_OFFSET = 65,     /* offsets not contiguous, ascending, covering the buffer */
+  FG_ERR_TENSOR_INVALID_INFO = 66, /* byte length != dtype x shape */
+  FG_ERR_METADATA_NOT_STRING = 67,
+  FG_ERR_MISALIGNED_SLICE = 68,
+  FG_ERR_INVALID_HEADER_LENGTH = 69, /* 8 + header length runs past the end of the input */
+  FG_ERR_INCOMPLETE_BUFFER = 70,  /* data section not covered exactly (short file or trailing bytes) */
   /* quantization */
-  FG_ERR_BAD_ROW,          /* row length not a multiple of the block, or slice size mismatch */
-  /* safetensors, continued */
-  FG_ERR_INVALID_HEADER_LENGTH, /* 8 + header length runs past the end of the input */
-  FG_ERR_INCOMPLETE_BUFFER,     /* data section not covered exactly (short file or trailing bytes) */
-  FG_STATUS_COUNT
+  FG_ERR_BAD_ROW = 80,            /* row length not a multiple of the block, or slice size mismatch */
 } fg_status;
 
 /* Stable upper-case name of a status, e.g. "FG_ERR_TRUNCATED". Never NULL. */

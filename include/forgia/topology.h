@@ -1,6 +1,9 @@
 /* Machine topology from hwloc: packages, NUMA nodes, cores, caches, and binding of
  * threads and memory to the NUMA node nearest a GPU. The topology is loaded once per
- * process (read-only afterwards). */
+ * process (read-only afterwards).
+ *
+ * Thread safety: every function may be called from any thread; the first call loads the
+ * topology exactly once (pthread_once), later calls only read it. */
 #ifndef FORGIA_TOPOLOGY_H
 #define FORGIA_TOPOLOGY_H
 

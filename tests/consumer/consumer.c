@@ -11,6 +11,12 @@ int main(void) {
   if (fg_reduce_sum_sumsq(d, x, 3, &sum, &sumsq) != FG_OK || sum != 2.0 || sumsq != 14.0) return 2;
   fg_device_close(d);
   if (fg_device_open("bogus", &d) != FG_ERR_INVALID_ARG || strstr(fg_last_error(), "bogus") == NULL) return 3;
+  /* the installed headers and the library linked are the same version */
+  if (fg_version_number() != FORGIA_VERSION_NUMBER || strcmp(fg_version(), FORGIA_VERSION_STRING) != 0) {
+    printf("headers say %s (%d), libforgia says %s (%d)\n", FORGIA_VERSION_STRING, FORGIA_VERSION_NUMBER, fg_version(),
+           fg_version_number());
+    return 4;
+  }
   printf("consumer ok: forgia %s, %s\n", fg_version(), fg_status_name(FG_ERR_TRUNCATED));
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "forgia/ckpt.h"
 #include "forgia/export.h"
 #include "forgia/gguf.h"
 #include "forgia/quant.h"
@@ -98,17 +99,20 @@ inline void write_safetensors(const std::string &path, const std::vector<Tensor>
   ASSERT_EQ(fg_st_save(path.c_str(), wt.data(), wt.size(), meta, 1), FG_OK) << fg_last_error();
 }
 
-// Exports with the library; returns the status (the message is in fg_last_error()).
+// Exports with the library; returns the status (the message is in fg_last_error()). The
+// checkpoint must open as GGUF when gguf is true, as safetensors otherwise.
 inline fg_status export_file(const std::string &in, bool gguf, const fg_export_options &opt,
                              const std::string &out) {
-  fg_export_source *src = nullptr;
+  fg_ckpt *src = nullptr;
   fg_export_plan *plan = nullptr;
-  fg_status s = gguf ? fg_export_source_open_gguf(in.c_str(), &src)
-                     : fg_export_source_open_safetensors(in.c_str(), &src);
+  fg_status s = fg_ckpt_open(in.c_str(), &src);
+  if (!s) {
+    EXPECT_EQ(fg_ckpt_format_of(src), gguf ? FG_CKPT_GGUF : FG_CKPT_SAFETENSORS) << in;
+  }
   if (!s) s = fg_export_plan_create(src, &opt, &plan);
   if (!s) s = fg_export_run(plan, out.c_str(), nullptr, nullptr);
   fg_export_plan_free(plan);
-  fg_export_source_close(src);
+  fg_ckpt_close(src);
   return s;
 }
 

@@ -20,16 +20,19 @@ struct Planned {
 
 Planned plan(const std::string &path, const fg_export_options &o) {
   Planned r;
-  fg_export_source *src = nullptr;
+  fg_ckpt *src = nullptr;
   fg_export_plan *p = nullptr;
-  r.status = fg_export_source_open_gguf(path.c_str(), &src);
+  r.status = fg_ckpt_open(path.c_str(), &src);
+  if (!r.status) {
+    EXPECT_EQ(fg_ckpt_format_of(src), FG_CKPT_GGUF);
+  }
   if (!r.status) r.status = fg_export_plan_create(src, &o, &p);
   if (r.status) r.error = fg_last_error();
   for (size_t i = 0; i < fg_export_plan_count(p); i++) r.t[fg_export_plan_tensor(p, i)->name] = *fg_export_plan_tensor(p, i);
   r.changed = fg_export_plan_changed(p);
   r.has_ftype = fg_export_plan_file_type(p, &r.ftype);
   fg_export_plan_free(p);
-  fg_export_source_close(src);
+  fg_ckpt_close(src);
   return r;
 }
 
@@ -223,9 +226,10 @@ TEST(ExportSource, SafetensorsShapesReversedAndRefusals) {
   fgx::write_safetensors(st, {fgx::make("model.embed_tokens.weight", FG_BF16, {8, 64}, 1),
                               fgx::make("model.norm.weight", FG_F32, {64}, 2),
                               fgx::make("layers.0.mlp.weight", FG_F16, {2, 3, 32}, 3)});
-  fg_export_source *src = nullptr;
-  ASSERT_EQ(fg_export_source_open_safetensors(st.c_str(), &src), FG_OK) << fg_last_error();
-  EXPECT_FALSE(fg_export_source_is_gguf(src));
+  fg_ckpt *src = nullptr;
+  ASSERT_EQ(fg_ckpt_open(st.c_str(), &src), FG_OK) << fg_last_error();
+  EXPECT_EQ(fg_ckpt_format_of(src), FG_CKPT_SAFETENSORS);
+  EXPECT_EQ(fg_ckpt_gguf(src), nullptr);
   fg_export_options o = fgx::opts("q8_0");
   fg_export_plan *p = nullptr;
   ASSERT_EQ(fg_export_plan_create(src, &o, &p), FG_OK) << fg_last_error();
@@ -242,14 +246,19 @@ TEST(ExportSource, SafetensorsShapesReversedAndRefusals) {
   EXPECT_EQ(m["model.embed_tokens.weight"]->dst_dtype, FG_Q8_0);
   EXPECT_EQ(m["model.norm.weight"]->dst_dtype, FG_F32);
   fg_export_plan_free(p);
-  fg_export_source_close(src);
+  fg_ckpt_close(src);
 
-  // A name GGUF cannot carry (64+ bytes) is refused at open, naming the tensor.
+  // A name GGUF cannot carry (64+ bytes) opens as a checkpoint but is refused by the export
+  // plan, naming the tensor, and no plan is made.
   std::string longname(70, 'x');
   std::string bad = dir.file("long.safetensors");
   fgx::write_safetensors(bad, {fgx::make(longname, FG_F32, {4}, 1)});
-  EXPECT_EQ(fg_export_source_open_safetensors(bad.c_str(), &src), FG_ERR_BAD_STRING);
+  ASSERT_EQ(fg_ckpt_open(bad.c_str(), &src), FG_OK) << fg_last_error();
+  p = nullptr;
+  EXPECT_EQ(fg_export_plan_create(src, &o, &p), FG_ERR_BAD_STRING);
   EXPECT_NE(std::string(fg_last_error()).find(longname), std::string::npos);
+  EXPECT_EQ(p, nullptr);
+  fg_ckpt_close(src);
 }
 
 }  // namespace

@@ -64,9 +64,10 @@ std::vector<Tensor> model_tensors() {
 // tensor the codecs' bytes.
 void expect_tensors(const std::string &in, const std::vector<Tensor> &src, const fg_export_options &o,
                     const std::string &out) {
-  fg_export_source *s = nullptr;
+  fg_ckpt *s = nullptr;
   fg_export_plan *p = nullptr;
-  ASSERT_EQ(fg_export_source_open_gguf(in.c_str(), &s), FG_OK);
+  ASSERT_EQ(fg_ckpt_open(in.c_str(), &s), FG_OK);
+  ASSERT_EQ(fg_ckpt_format_of(s), FG_CKPT_GGUF);
   ASSERT_EQ(fg_export_plan_create(s, &o, &p), FG_OK) << fg_last_error();
   Gguf g(out);
   ASSERT_EQ(fg_gguf_tensor_count(g.f), src.size());
@@ -82,7 +83,7 @@ void expect_tensors(const std::string &in, const std::vector<Tensor> &src, const
     EXPECT_TRUE(got == want) << t->name << " " << fg_dtype_name(t->src_dtype) << " -> " << fg_dtype_name(t->dst_dtype);
   }
   fg_export_plan_free(p);
-  fg_export_source_close(s);
+  fg_ckpt_close(s);
 }
 
 class ExportRun : public ::testing::Test {
@@ -175,9 +176,10 @@ TEST_F(ExportRun, NonFiniteValueFailsAndLeavesNoFile) {
 }
 
 TEST_F(ExportRun, CancelFromProgressLeavesNoFile) {
-  fg_export_source *s = nullptr;
+  fg_ckpt *s = nullptr;
   fg_export_plan *p = nullptr;
-  ASSERT_EQ(fg_export_source_open_gguf(in.c_str(), &s), FG_OK);
+  ASSERT_EQ(fg_ckpt_open(in.c_str(), &s), FG_OK);
+  ASSERT_EQ(fg_ckpt_format_of(s), FG_CKPT_GGUF);
   fg_export_options o = fgx::opts("q8_0");
   ASSERT_EQ(fg_export_plan_create(s, &o, &p), FG_OK);
   auto before = fgx::list_dir(dir.path);
@@ -202,7 +204,7 @@ TEST_F(ExportRun, CancelFromProgressLeavesNoFile) {
   EXPECT_EQ(last.p.tensors_done, src.size());
   EXPECT_EQ(last.p.bytes_done, last.p.bytes_total);
   fg_export_plan_free(p);
-  fg_export_source_close(s);
+  fg_ckpt_close(s);
 }
 
 TEST_F(ExportRun, ExpertsRequantizedFromQuantizedSource) {

@@ -130,8 +130,12 @@ TEST(GgufParse, EveryMetadataType) {
   // type mismatches and missing keys
   EXPECT_EQ(fg_gguf_get_int(f, "t.f32", &v), FG_ERR_TYPE);
   EXPECT_NE(std::string(fg_last_error()).find("t.f32"), std::string::npos);
-  EXPECT_EQ(fg_gguf_get_float(f, "t.u8", &d), FG_ERR_TYPE);
-  EXPECT_EQ(fg_gguf_get_bool(f, "t.u8", &bo), FG_ERR_TYPE);
+  EXPECT_EQ(fg_gguf_get_float(f, "t.str", &d), FG_ERR_TYPE);
+  EXPECT_EQ(fg_gguf_get_float(f, "t.bool", &d), FG_ERR_TYPE);
+  EXPECT_EQ(fg_gguf_get_bool(f, "t.f32", &bo), FG_ERR_TYPE);
+  uint64_t u;
+  EXPECT_EQ(fg_gguf_get_uint(f, "t.f64", &u), FG_ERR_TYPE);
+  EXPECT_NE(std::string(fg_last_error()).find("t.f64"), std::string::npos);
   EXPECT_EQ(fg_gguf_get_str(f, "t.arr_str", &s), FG_ERR_TYPE);
   EXPECT_EQ(fg_gguf_get_int(f, "nope", &v), FG_ERR_NOT_FOUND);
   EXPECT_EQ(fg_gguf_kv_int(f, 1000, &v), FG_ERR_RANGE);
@@ -144,8 +148,10 @@ TEST(GgufParse, EveryMetadataType) {
   EXPECT_EQ(a.nbytes, 6u);
   ASSERT_EQ(fg_gguf_array_int(&a, 2, &v), FG_OK); EXPECT_EQ(v, 65535);
   EXPECT_EQ(fg_gguf_array_int(&a, 3, &v), FG_ERR_RANGE);
-  EXPECT_EQ(fg_gguf_array_float(&a, 0, &d), FG_ERR_TYPE);
+  ASSERT_EQ(fg_gguf_array_float(&a, 2, &d), FG_OK); EXPECT_EQ(d, 65535.0);  // integers widen
   ASSERT_EQ(fg_gguf_get_array(f, "t.arr_f64", &a), FG_OK);
+  EXPECT_EQ(fg_gguf_array_int(&a, 0, &v), FG_ERR_TYPE);
+  EXPECT_EQ(fg_gguf_array_bool(&a, 0, &bo), FG_ERR_TYPE);
   ASSERT_EQ(fg_gguf_array_float(&a, 1, &d), FG_OK); EXPECT_EQ(d, -3.0);
   ASSERT_EQ(fg_gguf_get_array(f, "t.arr_str", &a), FG_OK);
   EXPECT_EQ(a.elem_type, FG_GGUF_STRING);
@@ -370,8 +376,27 @@ TEST(GgufParse, Rejections) {
   }
   {
     Builder b;
-    b.header(0, 1).key("big", FG_GGUF_UINT64).u64(1ull << 63).pad_to(32);
-    cases.push_back({"u64 >= 2^63", b.b, FG_ERR_RANGE, "big"});
+    b.header(2, 0).tinfo("", {4}, FG_F32, 0).tinfo("", {4}, FG_F32, 32).pad_to(32);
+    b.b.resize(b.size() + 64);
+    cases.push_back({"two empty tensor names", b.b, FG_ERR_DUPLICATE, "tensor '' at offset"});
+  }
+  {
+    Builder b;
+    b.header(1, 0).tinfo(std::string(64, 'n'), {4}, FG_F32, 0).pad_to(32);
+    b.b.resize(b.size() + 32);
+    cases.push_back({"name of 64 bytes (as ggml)", b.b, FG_ERR_BAD_STRING, "name length 64"});
+  }
+  {
+    Builder b;
+    b.header(1, 0).tinfo(std::string("a\0b", 3), {4}, FG_F32, 0).pad_to(32);
+    b.b.resize(b.size() + 32);
+    cases.push_back({"NUL in a name (stricter than ggml)", b.b, FG_ERR_BAD_STRING, "NUL"});
+  }
+  {
+    Builder b;
+    b.header(1, 0).tinfo("t", {1, 1, 1, 1, 1}, FG_F32, 0).pad_to(32);
+    b.b.resize(b.size() + 32);
+    cases.push_back({"n_dims 5", b.b, FG_ERR_BAD_SHAPE, "n_dims 5, expected 0..4"});
   }
   {
     Builder b;
@@ -409,6 +434,199 @@ TEST(GgufParse, Rejections) {
     EXPECT_NE(std::string(fg_last_error()).find(c.in_msg), std::string::npos) << c.what << ": " << fg_last_error();
     EXPECT_NE(std::string(fg_last_error()).find("<memory>"), std::string::npos) << c.what;
   }
+}
+
+// UINT64 values of 2^63 and above are valid (ggml and llama.cpp read them): they stay exact
+// through the unsigned getters, and the signed getters refuse them with a message instead
+// of the whole open failing.
+TEST(GgufParse, Uint64AtOrAbove2Pow63IsKeptExact) {
+  Builder b;
+  b.header(0, 8);
+  b.key("u.min_big", FG_GGUF_UINT64).u64(1ull << 63);
+  b.key("u.max", FG_GGUF_UINT64).u64(UINT64_MAX);
+  b.key("u.small", FG_GGUF_UINT64).u64(42);
+  b.key("u.arr", FG_GGUF_ARRAY).u32(FG_GGUF_UINT64).u64(3).u64(7).u64(1ull << 63).u64(UINT64_MAX);
+  b.key("s.i8", FG_GGUF_INT8).u8((uint8_t)-5);
+  b.key("s.i64", FG_GGUF_INT64).u64((uint64_t)INT64_MAX);
+  b.key("s.u8", FG_GGUF_UINT8).u8(250);
+  b.key("s.arr_i16", FG_GGUF_ARRAY).u32(FG_GGUF_INT16).u64(2).u16(300).u16((uint16_t)-300);
+  b.pad_to(32);
+  File F;
+  ASSERT_EQ(fg_gguf_open_bytes(b.b.data(), b.size(), &F.f), FG_OK) << fg_last_error();
+  fg_gguf_file *f = F.f;
+  uint64_t u = 0;
+  int64_t v = 0;
+  ASSERT_EQ(fg_gguf_get_uint(f, "u.min_big", &u), FG_OK);
+  EXPECT_EQ(u, 9223372036854775808ull);
+  ASSERT_EQ(fg_gguf_get_uint(f, "u.max", &u), FG_OK);
+  EXPECT_EQ(u, 18446744073709551615ull);
+  ASSERT_EQ(fg_gguf_kv_uint(f, (size_t)fg_gguf_key_index(f, "u.small"), &u), FG_OK);
+  EXPECT_EQ(u, 42u);
+  // the signed getter: FG_ERR_RANGE naming the file, key and value; *out untouched
+  v = 123;
+  EXPECT_EQ(fg_gguf_get_int(f, "u.max", &v), FG_ERR_RANGE);
+  EXPECT_EQ(v, 123);
+  std::string msg = fg_last_error();
+  EXPECT_NE(msg.find("<memory>"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("u.max"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("18446744073709551615"), std::string::npos) << msg;
+  EXPECT_EQ(fg_gguf_kv_int(f, (size_t)fg_gguf_key_index(f, "u.min_big"), &v), FG_ERR_RANGE);
+  ASSERT_EQ(fg_gguf_get_int(f, "u.small", &v), FG_OK);
+  EXPECT_EQ(v, 42);
+  // other integer wire types through the unsigned getter; negatives are FG_ERR_RANGE
+  ASSERT_EQ(fg_gguf_get_uint(f, "s.u8", &u), FG_OK);
+  EXPECT_EQ(u, 250u);
+  ASSERT_EQ(fg_gguf_get_uint(f, "s.i64", &u), FG_OK);
+  EXPECT_EQ(u, (uint64_t)INT64_MAX);
+  u = 9;
+  EXPECT_EQ(fg_gguf_get_uint(f, "s.i8", &u), FG_ERR_RANGE);
+  EXPECT_EQ(u, 9u);
+  msg = fg_last_error();
+  EXPECT_NE(msg.find("s.i8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("-5"), std::string::npos) << msg;
+  EXPECT_EQ(fg_gguf_get_uint(f, "absent", &u), FG_ERR_NOT_FOUND);
+  // arrays
+  fg_gguf_array a;
+  ASSERT_EQ(fg_gguf_get_array(f, "u.arr", &a), FG_OK);
+  const uint64_t want[3] = {7, 1ull << 63, UINT64_MAX};
+  for (uint64_t j = 0; j < 3; j++) {
+    ASSERT_EQ(fg_gguf_array_uint(&a, j, &u), FG_OK);
+    EXPECT_EQ(u, want[j]);
+  }
+  EXPECT_EQ(fg_gguf_array_uint(&a, 3, &u), FG_ERR_RANGE);
+  ASSERT_EQ(fg_gguf_array_int(&a, 0, &v), FG_OK);
+  EXPECT_EQ(v, 7);
+  EXPECT_EQ(fg_gguf_array_int(&a, 1, &v), FG_ERR_RANGE);
+  EXPECT_NE(std::string(fg_last_error()).find("9223372036854775808"), std::string::npos) << fg_last_error();
+  ASSERT_EQ(fg_gguf_get_array(f, "s.arr_i16", &a), FG_OK);
+  ASSERT_EQ(fg_gguf_array_uint(&a, 0, &u), FG_OK);
+  EXPECT_EQ(u, 300u);
+  EXPECT_EQ(fg_gguf_array_uint(&a, 1, &u), FG_ERR_RANGE);
+  ASSERT_EQ(fg_gguf_array_int(&a, 1, &v), FG_OK);
+  EXPECT_EQ(v, -300);
+  // the float getter rounds to the nearest double; the bool getter tests for non-zero
+  double d = 0;
+  ASSERT_EQ(fg_gguf_get_float(f, "u.max", &d), FG_OK);
+  EXPECT_EQ(d, 18446744073709551616.0);
+  bool bo = false;
+  ASSERT_EQ(fg_gguf_get_bool(f, "u.min_big", &bo), FG_OK);  // low 63 bits all zero
+  EXPECT_TRUE(bo);
+  gg::walk(f);
+}
+
+// The float getter widens every integer type to double; the bool getter takes integers
+// (non-zero is true), as the seed's getFloat / getBool do.
+TEST(GgufParse, FloatAndBoolGettersTakeIntegers) {
+  Builder b;
+  b.header(0, 9);
+  b.key("i8", FG_GGUF_INT8).u8((uint8_t)-128);
+  b.key("u32", FG_GGUF_UINT32).u32(4000000000u);
+  b.key("i64", FG_GGUF_INT64).u64((uint64_t)INT64_MIN);
+  b.key("zero", FG_GGUF_INT32).u32(0);
+  b.key("u16", FG_GGUF_UINT16).u16(256);  // low byte 0: the whole value decides
+  b.key("bool", FG_GGUF_BOOL).u8(3);
+  b.key("f32", FG_GGUF_FLOAT32).f32(-0.0f);
+  b.key("arr_i32", FG_GGUF_ARRAY).u32(FG_GGUF_INT32).u64(3).u32(0).u32((uint32_t)-7).u32(16777217);
+  b.key("arr_u8", FG_GGUF_ARRAY).u32(FG_GGUF_UINT8).u64(2).u8(0).u8(200);
+  b.pad_to(32);
+  File F;
+  ASSERT_EQ(fg_gguf_open_bytes(b.b.data(), b.size(), &F.f), FG_OK) << fg_last_error();
+  fg_gguf_file *f = F.f;
+  double d = 0;
+  ASSERT_EQ(fg_gguf_get_float(f, "i8", &d), FG_OK); EXPECT_EQ(d, -128.0);
+  ASSERT_EQ(fg_gguf_get_float(f, "u32", &d), FG_OK); EXPECT_EQ(d, 4000000000.0);
+  ASSERT_EQ(fg_gguf_get_float(f, "i64", &d), FG_OK); EXPECT_EQ(d, -9223372036854775808.0);
+  ASSERT_EQ(fg_gguf_get_float(f, "f32", &d), FG_OK);
+  EXPECT_EQ(d, 0.0);
+  EXPECT_TRUE(std::signbit(d));
+  bool bo = true;
+  ASSERT_EQ(fg_gguf_get_bool(f, "zero", &bo), FG_OK); EXPECT_FALSE(bo);
+  ASSERT_EQ(fg_gguf_get_bool(f, "u16", &bo), FG_OK); EXPECT_TRUE(bo);
+  ASSERT_EQ(fg_gguf_get_bool(f, "i8", &bo), FG_OK); EXPECT_TRUE(bo);
+  ASSERT_EQ(fg_gguf_get_bool(f, "bool", &bo), FG_OK); EXPECT_TRUE(bo);
+  // a BOOL is not an integer, a float is not a bool
+  int64_t v;
+  EXPECT_EQ(fg_gguf_get_int(f, "bool", &v), FG_ERR_TYPE);
+  EXPECT_EQ(fg_gguf_get_bool(f, "f32", &bo), FG_ERR_TYPE);
+  EXPECT_NE(std::string(fg_last_error()).find("BOOL or an integer"), std::string::npos) << fg_last_error();
+  fg_gguf_array a;
+  ASSERT_EQ(fg_gguf_get_array(f, "arr_i32", &a), FG_OK);
+  ASSERT_EQ(fg_gguf_array_float(&a, 1, &d), FG_OK); EXPECT_EQ(d, -7.0);
+  ASSERT_EQ(fg_gguf_array_float(&a, 2, &d), FG_OK); EXPECT_EQ(d, 16777217.0);  // exact in double
+  ASSERT_EQ(fg_gguf_array_bool(&a, 0, &bo), FG_OK); EXPECT_FALSE(bo);
+  ASSERT_EQ(fg_gguf_array_bool(&a, 1, &bo), FG_OK); EXPECT_TRUE(bo);
+  ASSERT_EQ(fg_gguf_get_array(f, "arr_u8", &a), FG_OK);
+  ASSERT_EQ(fg_gguf_array_bool(&a, 0, &bo), FG_OK); EXPECT_FALSE(bo);
+  ASSERT_EQ(fg_gguf_array_bool(&a, 1, &bo), FG_OK); EXPECT_TRUE(bo);
+  ASSERT_EQ(fg_gguf_array_float(&a, 1, &d), FG_OK); EXPECT_EQ(d, 200.0);
+}
+
+// n_dims 0 (ggml: a one-element tensor, ne all 1) and an empty tensor name are valid.
+TEST(GgufParse, ZeroDimsAndEmptyNames) {
+  Builder b;
+  b.header(4, 0);
+  b.tinfo("", {}, FG_F32, 0);              // both at once
+  b.tinfo("scalar.i16", {}, FG_I16, 32);
+  b.tinfo(std::string(63, 'n'), {2}, FG_F32, 64);
+  b.tinfo("vec", {3}, FG_F32, 96);
+  b.pad_to(32);
+  uint64_t ds = b.size();
+  Bytes data = gg::pattern(0, 128);
+  b.raw(data.data(), data.size());
+  File F;
+  ASSERT_EQ(fg_gguf_open_bytes(b.b.data(), b.size(), &F.f), FG_OK) << fg_last_error();
+  fg_gguf_file *f = F.f;
+  ASSERT_EQ(fg_gguf_tensor_count(f), 4u);
+  const fg_gguf_tensor *t = fg_gguf_find_tensor(f, "");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t, fg_gguf_tensor_at(f, 0));
+  EXPECT_EQ(fg_gguf_find_tensor_n(f, "xyz", 0), t);
+  const fg_gguf_tensor *g = nullptr;
+  ASSERT_EQ(fg_gguf_get_tensor(f, "", &g), FG_OK);
+  EXPECT_EQ(g, t);
+  EXPECT_EQ(t->name_len, 0u);
+  EXPECT_STREQ(t->name, "");
+  EXPECT_EQ(t->ndim, 0);
+  for (int d = 0; d < 4; d++) {
+    EXPECT_EQ(t->ne[d], 1u);
+    EXPECT_EQ(t->shape[d], 0u);
+  }
+  EXPECT_EQ(t->nbytes, 4u);
+  EXPECT_EQ(fg_gguf_tensor_numel(t), 1u);
+  EXPECT_EQ(t->data, b.b.data() + ds);
+  t = fg_gguf_find_tensor(f, "scalar.i16");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->ndim, 0);
+  EXPECT_EQ(t->nbytes, 2u);
+  EXPECT_EQ(t->offset, 32u);
+  EXPECT_EQ(Bytes(t->data, t->data + 2), gg::pattern(32, 2));
+  t = fg_gguf_find_tensor(f, std::string(63, 'n').c_str());
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->name_len, 63u);
+  EXPECT_EQ(t->shape[0], 2u);
+  EXPECT_EQ(fg_gguf_find_tensor(f, "vec")->nbytes, 12u);
+  EXPECT_EQ(fg_gguf_find_tensor(f, "absent"), nullptr);
+  gg::walk(f);
+
+  // one element of a block type is not a whole block, for n_dims 0 as for [1]
+  Builder q;
+  q.header(1, 0).tinfo("q", {}, FG_Q8_0, 0).pad_to(32);
+  q.b.resize(q.size() + 64);
+  fg_gguf_file *bad = nullptr;
+  EXPECT_EQ(fg_gguf_open_bytes(q.b.data(), q.size(), &bad), FG_ERR_BAD_SHAPE);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_NE(std::string(fg_last_error()).find("block"), std::string::npos) << fg_last_error();
+
+  // the header check on counts allows the smallest tensor info: an empty name, n_dims 0
+  const int n = 200;
+  File M;
+  Builder m1;
+  m1.header(n, 1).key("general.alignment", FG_GGUF_UINT32).u32(1);
+  for (int i = 0; i < n; i++) m1.tinfo(i ? "t" + std::to_string(i) : "", {}, FG_I8, (uint64_t)i);
+  m1.b.resize(m1.size() + n, 7);
+  ASSERT_EQ(fg_gguf_open_bytes(m1.b.data(), m1.size(), &M.f), FG_OK) << fg_last_error();
+  EXPECT_EQ(fg_gguf_tensor_count(M.f), (size_t)n);
+  EXPECT_EQ(fg_gguf_find_tensor(M.f, "t199")->offset, 199u);
 }
 
 }  // namespace

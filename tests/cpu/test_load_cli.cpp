@@ -2,6 +2,7 @@
 // usage errors with usage on stderr, 1 with one line on stderr for a failed load).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "load_test_util.h"
@@ -71,6 +72,73 @@ TEST(LoadCli, ExitCodes) {
   EXPECT_EQ(1, count_lines(err)) << err;
   EXPECT_EQ(1, fgt::run(cli() + p + " --device nonsense", &out, &err));
   EXPECT_EQ(1, count_lines(err)) << err;
+}
+
+// A file that is neither GGUF nor safetensors: one line on stderr, as `inspect` prints it.
+TEST(LoadCli, NeitherFormatIsOneClearLine) {
+  fgt::TempDir dir;
+  std::string p = dir.file("notes.bin");
+  const char junk[] = "hello, this is not a checkpoint at all";
+  fgt::write_file(p, junk, sizeof junk - 1);
+  std::string out, err, ierr;
+  EXPECT_EQ(1, fgt::run(cli() + p + " --device cpu", &out, &err));
+  EXPECT_EQ("", out);
+  EXPECT_EQ(1, count_lines(err)) << err;
+  EXPECT_EQ(0u, err.find("forgia load: " + p + ": ")) << err;
+  EXPECT_NE(std::string::npos, err.find("neither GGUF")) << err;
+  EXPECT_NE(std::string::npos, err.find("68 65 6c 6c")) << err;  // the first bytes, "hell"
+  EXPECT_EQ(std::string::npos, err.find("()")) << err;
+  EXPECT_EQ(std::string::npos, err.find(p, err.find(p) + 1)) << err;  // the path once
+  EXPECT_EQ(1, fgt::run(std::string(FORGIA_CLI) + " inspect " + p, &out, &ierr));
+  EXPECT_EQ(err.substr(strlen("forgia load")), ierr.substr(strlen("forgia inspect"))) << err << ierr;
+}
+
+uint64_t field(const std::string &line, const std::string &after_number) {
+  size_t e = line.find(after_number);
+  EXPECT_NE(std::string::npos, e) << line;
+  if (e == std::string::npos) return ~0ull;
+  size_t b = line.rfind(' ', e - 1);
+  return std::stoull(line.substr(b + 1, e - b - 1));
+}
+
+std::string load_line(const std::string &out) {
+  size_t a = out.find("\nload: ");
+  EXPECT_NE(std::string::npos, a) << out;
+  if (a == std::string::npos) return "";
+  return out.substr(a + 1, out.find('\n', a + 1) - a - 1);
+}
+
+// --lazy borrows kept tensors without reading them: no bandwidth is reported for them.
+TEST(LoadCli, LazyReportsNoBandwidthForBytesNotRead) {
+  fgt::TempDir dir;
+  std::vector<ldt::Tensor> ts = {ldt::make_float("a.f32", FG_F32, {64, 64}, 1),
+                                 ldt::make_float("b.f16", FG_F16, {32, 32}, 2)};
+  std::string p = dir.file("m.safetensors");
+  ldt::write_st(p, ts);
+  std::string out, err;
+  ASSERT_EQ(0, fgt::run(cli() + p + " --device cpu --lazy", &out, &err)) << err;
+  std::string line = load_line(out);
+  EXPECT_EQ(0u, field(line, " bytes read")) << line;
+  EXPECT_EQ(64u * 64 * 4 + 32 * 32 * 2, field(line, " borrowed unread")) << line;
+  EXPECT_EQ(std::string::npos, line.find("GB/s")) << line;
+  EXPECT_NE(std::string::npos, line.find("no bandwidth")) << line;
+
+  // converting the f16 tensor reads it; only those bytes count
+  ASSERT_EQ(0, fgt::run(cli() + p + " --device cpu --lazy --dtype f32", &out, &err)) << err;
+  line = load_line(out);
+  EXPECT_EQ(32u * 32 * 2, field(line, " bytes read")) << line;
+  EXPECT_EQ(64u * 64 * 4, field(line, " borrowed unread")) << line;
+  EXPECT_NE(std::string::npos, line.find("GB/s")) << line;
+
+  // without --lazy every byte is read (borrowed tensors are populated)
+  ASSERT_EQ(0, fgt::run(cli() + p + " --device cpu", &out, &err)) << err;
+  line = load_line(out);
+  EXPECT_EQ(64u * 64 * 4 + 32 * 32 * 2, field(line, " bytes read")) << line;
+  EXPECT_NE(std::string::npos, line.find("GB/s")) << line;
+
+  ASSERT_EQ(0, fgt::run(cli() + p + " --device cpu --lazy --bench", &out, &err)) << err;
+  EXPECT_NE(std::string::npos, out.find("no ratios")) << out;
+  EXPECT_EQ(std::string::npos, out.find("ratio ")) << out;
 }
 
 }  // namespace

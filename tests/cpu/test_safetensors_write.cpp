@@ -323,8 +323,14 @@ TEST(SafetensorsDir, ShardedRoundTrip) {
     EXPECT_EQ(eps, 1e-5);
     EXPECT_EQ(fg_st_dir_config_int(d, "rms_norm_eps", &hs), FG_ERR_TYPE);
     EXPECT_EQ(fg_st_dir_config_int(d, "nope", &hs), FG_ERR_NOT_FOUND);
-    EXPECT_NE(fg_st_dir_config(d), nullptr);
-    EXPECT_NE(fg_st_dir_index_json(d), nullptr);
+    size_t len = 0;
+    const char *text = fg_st_dir_config_text(d, &len);
+    ASSERT_NE(text, nullptr);
+    EXPECT_EQ(std::string(text, len), cfg);
+    EXPECT_EQ(strlen(text), len);
+    text = fg_st_dir_index_text(d, &len);
+    ASSERT_NE(text, nullptr);
+    EXPECT_EQ(std::string(text, len), want);
     fg_st_dir_close(d);
   }
   fg_st_dir_close(nullptr);
@@ -345,7 +351,10 @@ TEST(SafetensorsDir, OneShardIsModelSafetensors) {
   EXPECT_FALSE(fg_st_dir_is_sharded(d));
   EXPECT_EQ(fg_st_dir_count(d), 6u);
   EXPECT_EQ(fg_st_dir_total_size(d), 250u);
-  EXPECT_EQ(fg_st_dir_config(d), nullptr);
+  size_t len = 1;
+  EXPECT_EQ(fg_st_dir_config_text(d, &len), nullptr);
+  EXPECT_EQ(len, 0u);
+  EXPECT_EQ(fg_st_dir_index_text(d, nullptr), nullptr);
   fg_st_dir_close(d);
 }
 

@@ -6,6 +6,14 @@
                                  alignment 64
     gguf_interop.py dump PATH    print what gguf-py's GGUFReader sees, in the canonical
                                  text form that the C++ test prints for forgia's reader
+    gguf_interop.py json PATH    parse PATH (the output of `forgia inspect --json`) with
+                                 json.loads, strictly (UTF-8, no NaN/Infinity), and print
+                                 each metadata entry and tensor with json.dumps
+                                 (standard library only: the CPU tests use it too)
+
+json lines, in file order:
+    meta <json key> <TYPE> <json value>    (arrays: the value, or "-" when summarised)
+    tensor <json name> <dtype> <json shape> <nbytes>
 
 Dump lines, in file order:
     kv <key> <TYPE> <value>                scalars: integers in decimal, floats as %.17g,
@@ -14,14 +22,15 @@ Dump lines, in file order:
     tensor <name> <ggml type code> <ne0,ne1,..> <nbytes> <hex of the bytes>
 """
 
+import json
 import sys
-
-import numpy as np
-from gguf import GGMLQuantizationType as Q
-from gguf import GGUFReader, GGUFValueType as V, GGUFWriter
 
 
 def write(path):
+    import numpy as np
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFValueType as V, GGUFWriter
+
     w = GGUFWriter(path, arch="interop")
     w.add_custom_alignment(64)
     w.add_uint8("t.u8", 200)
@@ -43,6 +52,10 @@ def write(path):
     w.add_key_value("t.arr_u64", [1, 2**62], V.ARRAY, sub_type=V.UINT64)
     w.add_key_value("t.arr_u8", [0, 255], V.ARRAY, sub_type=V.UINT8)
     w.add_key_value("t.arr_f64", [1.5, -0.0], V.ARRAY, sub_type=V.FLOAT64)
+    # UINT64 at and above 2^63: valid in ggml, llama.cpp and gguf-py
+    w.add_uint64("t.u64_max", 2**64 - 1)
+    w.add_uint64("t.u64_2pow63", 2**63)
+    w.add_key_value("t.arr_u64_big", [0, 2**63, 2**64 - 1], V.ARRAY, sub_type=V.UINT64)
 
     rng = np.random.default_rng(1234)
     w.add_tensor("f32.matrix", rng.standard_normal((3, 5)).astype(np.float32))
@@ -60,6 +73,8 @@ def write(path):
 
 
 def fmt_scalar(vtype, v):
+    from gguf import GGUFValueType as V
+
     if vtype in (V.FLOAT32, V.FLOAT64):
         return "%.17g" % float(v)
     if vtype == V.BOOL:
@@ -68,6 +83,8 @@ def fmt_scalar(vtype, v):
 
 
 def dump(path):
+    from gguf import GGUFReader, GGUFValueType as V
+
     r = GGUFReader(path)
     out = []
     for key, f in r.fields.items():
@@ -92,7 +109,24 @@ def dump(path):
     sys.stdout.write("\n".join(out) + "\n")
 
 
+def reject_constant(name):
+    raise ValueError("not JSON: %s" % name)
+
+
+def json_lines(path):
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8")  # strict: raises on invalid UTF-8
+    d = json.loads(text, parse_constant=reject_constant)
+    out = []
+    for key, v in d["metadata"].items():
+        out.append("meta %s %s %s" % (json.dumps(key), v["type"], json.dumps(v["value"]) if "value" in v else "-"))
+    for t in d["tensors"]:
+        out.append("tensor %s %s %s %d" % (json.dumps(t["name"]), t["dtype"], json.dumps(t["shape"]), t["nbytes"]))
+    sys.stdout.write("\n".join(out) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("write", "dump"):
-        sys.exit("usage: gguf_interop.py write|dump PATH")
-    (write if sys.argv[1] == "write" else dump)(sys.argv[2])
+    cmds = {"write": write, "dump": dump, "json": json_lines}
+    if len(sys.argv) != 3 or sys.argv[1] not in cmds:
+        sys.exit("usage: gguf_interop.py write|dump|json PATH")
+    cmds[sys.argv[1]](sys.argv[2])

@@ -145,10 +145,11 @@ TEST_F(ExportInterop, GgufPyReadsEveryTargetWithCodecBytes) {
     Dump d = read_with_gguf_py(dir, out, in);
     if (::testing::Test::HasFatalFailure()) return;
     ASSERT_EQ(d.tensors.size(), src.size());
-    fg_export_source *s = nullptr;
+    fg_ckpt *s = nullptr;
     fg_export_plan *p = nullptr;
     fg_export_options o = fgx::opts(tg);
-    ASSERT_EQ(fg_export_source_open_gguf(in.c_str(), &s), FG_OK);
+    ASSERT_EQ(fg_ckpt_open(in.c_str(), &s), FG_OK);
+    ASSERT_EQ(fg_ckpt_format_of(s), FG_CKPT_GGUF);
     ASSERT_EQ(fg_export_plan_create(s, &o, &p), FG_OK);
     for (size_t i = 0; i < src.size(); i++) {
       const fg_export_tensor *pt = fg_export_plan_tensor(p, i);
@@ -161,7 +162,7 @@ TEST_F(ExportInterop, GgufPyReadsEveryTargetWithCodecBytes) {
       EXPECT_NE(d.tensors[i].quant, "diff") << src[i].name << " -> " << tg;
     }
     fg_export_plan_free(p);
-    fg_export_source_close(s);
+    fg_ckpt_close(s);
     uint32_t code = 0;
     fg_export_file_type(t.dtype, &code);
     EXPECT_EQ(d.kv["general.file_type"], std::make_pair(std::string("4"), std::to_string(code)));

@@ -41,9 +41,14 @@ std::string num(double v) {
 
 std::string elem(const fg_gguf_array &a, uint64_t j) {
   int64_t i;
+  uint64_t u;
   double d;
   bool b;
   fg_gguf_str s;
+  if (a.elem_type == FG_GGUF_UINT64) {
+    EXPECT_EQ(fg_gguf_array_uint(&a, j, &u), FG_OK) << fg_last_error();
+    return std::to_string(u);
+  }
   if (fg_gguf_array_int(&a, j, &i) == FG_OK) return std::to_string(i);
   if (fg_gguf_array_float(&a, j, &d) == FG_OK) return num(d);
   if (fg_gguf_array_bool(&a, j, &b) == FG_OK) return b ? "1" : "0";
@@ -58,11 +63,13 @@ std::string dump(const fg_gguf_file *f) {
     fg_gguf_type t = fg_gguf_kv_type(f, i);
     out += "kv " + gg::S(fg_gguf_kv_key(f, i)) + " " + fg_gguf_type_name(t) + " ";
     int64_t v;
+    uint64_t u;
     double d;
     bool b;
     fg_gguf_str s;
     fg_gguf_array a;
-    if (fg_gguf_kv_int(f, i, &v) == FG_OK) out += std::to_string(v);
+    if (t == FG_GGUF_UINT64 && fg_gguf_kv_uint(f, i, &u) == FG_OK) out += std::to_string(u);
+    else if (fg_gguf_kv_int(f, i, &v) == FG_OK) out += std::to_string(v);
     else if (fg_gguf_kv_float(f, i, &d) == FG_OK) out += num(d);
     else if (fg_gguf_kv_bool(f, i, &b) == FG_OK) out += b ? "1" : "0";
     else if (fg_gguf_kv_str(f, i, &s) == FG_OK) out += hex(s.ptr, s.len);
@@ -112,6 +119,52 @@ TEST(GgufInterop, GgufPyFileReadsTheSame) {
   EXPECT_EQ(m->shape[1], 5u);
   EXPECT_EQ(fg_gguf_find_tensor(f, "row.1xN")->ndim, 2u);
   fg_gguf_close(f);
+}
+
+// gguf-py writes UINT64 2^64-1 (and an array of such values); forgia keeps it exact through
+// the unsigned getters and `forgia inspect --json` prints it exactly, as json.loads reads it.
+TEST(GgufInterop, Uint64MaxFromGgufPyIsExactInGettersAndInspectJson) {
+  REQUIRE_PYTHON();
+  fgt::TempDir dir;
+  std::string path = dir.file("py.gguf");
+  py("write", path);
+  fg_gguf_file *f = nullptr;
+  ASSERT_EQ(fg_gguf_open(path.c_str(), FG_MAP_MMAP, &f), FG_OK) << fg_last_error();
+  uint64_t u = 0;
+  ASSERT_EQ(fg_gguf_get_uint(f, "t.u64_max", &u), FG_OK) << fg_last_error();
+  EXPECT_EQ(u, 18446744073709551615ull);
+  ASSERT_EQ(fg_gguf_get_uint(f, "t.u64_2pow63", &u), FG_OK);
+  EXPECT_EQ(u, 9223372036854775808ull);
+  int64_t i = 0;
+  EXPECT_EQ(fg_gguf_get_int(f, "t.u64_max", &i), FG_ERR_RANGE);
+  EXPECT_NE(std::string(fg_last_error()).find("t.u64_max"), std::string::npos) << fg_last_error();
+  fg_gguf_array a;
+  ASSERT_EQ(fg_gguf_get_array(f, "t.arr_u64_big", &a), FG_OK);
+  ASSERT_EQ(a.elem_type, FG_GGUF_UINT64);
+  ASSERT_EQ(a.len, 3u);
+  const uint64_t want[3] = {0, 1ull << 63, UINT64_MAX};
+  for (uint64_t j = 0; j < 3; j++) {
+    ASSERT_EQ(fg_gguf_array_uint(&a, j, &u), FG_OK);
+    EXPECT_EQ(u, want[j]) << j;
+  }
+  fg_gguf_close(f);
+
+  std::string out, err;
+  ASSERT_EQ(fgt::run(std::string(FORGIA_CLI) + " inspect " + path + " --json --full > " + dir.file("i.json"), &out, &err),
+            0) << err;
+  std::string text;
+  {
+    Bytes b = fgt::read_file(dir.file("i.json"));
+    text.assign(b.begin(), b.end());
+  }
+  EXPECT_NE(text.find("\"value\":\t18446744073709551615"), std::string::npos) << text;
+  std::string lines = py("json", dir.file("i.json"));
+  EXPECT_NE(lines.find("meta \"t.u64_max\" UINT64 18446744073709551615\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("meta \"t.u64_2pow63\" UINT64 9223372036854775808\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("meta \"t.arr_u64_big\" ARRAY [0, 9223372036854775808, 18446744073709551615]\n"),
+            std::string::npos) << lines;
+  EXPECT_NE(lines.find("meta \"t.arr_f64\" ARRAY [1.5, -0.0]\n"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("meta \"t.u64\" UINT64 9223372036854775807\n"), std::string::npos) << lines;
 }
 
 TEST(GgufInterop, GgufPyFileReemitsByteForByte) {
