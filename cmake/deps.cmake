@@ -14,7 +14,8 @@ endmacro()
 
 forgia_require_pc(HWLOC hwloc libhwloc-dev)
 forgia_require_pc(CJSON libcjson libcjson-dev)
-forgia_require_pc(OPENBLAS openblas libopenblas-dev)
+# OpenBLAS (CBLAS) and cuBLAS join the link when a module calls them (GEMM); until then a
+# link dependency nothing calls would only be a package to install and a symbol to hide.
 
 find_package(OpenMP QUIET COMPONENTS C CXX)
 if(NOT OpenMP_C_FOUND)

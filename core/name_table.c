@@ -65,28 +65,29 @@ uint64_t fg_name_hash(const void *s, size_t n) {
 
 /* ---- the table --------------------------------------------------------------------- */
 
+#define FG_NAME_TABLE_MAX (1ull << 31) /* names; the slots' 32-bit index and tag need cap <= 2^32 */
+
+/* The 32 hash bits a slot keeps: they pick the slot (low bits) and screen the compare. */
+static inline uint64_t tag_of(const void *s, size_t n) { return fg_name_hash(s, n) >> 32; }
+static inline uint64_t slot_tag(uint64_t slot) { return slot >> 32; }
+static inline uint64_t slot_idx1(uint64_t slot) { return slot & 0xffffffffull; }
+
 void fg_name_table_free(fg_name_table *t) {
   if (!t) return;
-  free(t->hashes);
-  free(t->idx1);
+  free(t->slots);
   memset(t, 0, sizeof *t);
 }
 
 static fg_status table_alloc(fg_name_table *t, uint64_t n) {
+  if (n > FG_NAME_TABLE_MAX)
+    return fg_fail(FG_ERR_NOMEM, "name table for %llu names is too large (at most 2^31)", (unsigned long long)n);
   uint64_t cap = 16;
-  while (cap < n * 2) {
-    if (cap > (UINT64_MAX >> 2) || cap > SIZE_MAX / (2 * sizeof(uint64_t)))
-      return fg_fail(FG_ERR_NOMEM, "name table for %llu names is too large", (unsigned long long)n);
-    cap <<= 1;
-  }
-  uint64_t *hs = calloc((size_t)cap, sizeof *hs);
-  uint64_t *ix = calloc((size_t)cap, sizeof *ix);
-  if (!hs || !ix) {
-    free(hs);
-    free(ix);
-    return fg_fail(FG_ERR_NOMEM, "name table for %llu names: out of memory", (unsigned long long)n);
-  }
-  *t = (fg_name_table){.hashes = hs, .idx1 = ix, .cap = cap, .used = 0};
+  while (cap < n * 2) cap <<= 1;
+  if (cap > SIZE_MAX / sizeof(uint64_t))
+    return fg_fail(FG_ERR_NOMEM, "name table for %llu names is too large", (unsigned long long)n);
+  uint64_t *sl = calloc((size_t)cap, sizeof *sl);
+  if (!sl) return fg_fail(FG_ERR_NOMEM, "name table for %llu names: out of memory", (unsigned long long)n);
+  *t = (fg_name_table){.slots = sl, .cap = cap};
   return FG_OK;
 }
 
@@ -101,43 +102,60 @@ fg_status fg_name_table_reset(fg_name_table *t, uint64_t n) {
 
 static int name_eq(fg_name a, const char *s, size_t n) { return a.len == n && (n == 0 || memcmp(a.ptr, s, n) == 0); }
 
-static int64_t find_hashed(const fg_name_table *t, uint64_t hv, const char *s, size_t n, fg_name_at_fn at,
-                           const void *ctx) {
+/* *probes (when not NULL) grows by the slots inspected. */
+static int64_t find_tagged(const fg_name_table *t, uint64_t tag, const char *s, size_t n, fg_name_at_fn at,
+                           const void *ctx, uint64_t *probes) {
   if (!t->cap) return -1;
-  uint64_t mask = t->cap - 1;
-  for (uint64_t i = hv & mask;; i = (i + 1) & mask) {
-    if (!t->idx1[i]) return -1;
-    if (t->hashes[i] == hv && name_eq(at(ctx, t->idx1[i] - 1), s, n)) return (int64_t)(t->idx1[i] - 1);
+  uint64_t mask = t->cap - 1, k = 0;
+  int64_t found = -1;
+  for (uint64_t i = tag & mask;; i = (i + 1) & mask) {
+    const uint64_t sl = t->slots[i];
+    k++;
+    if (!sl) break;
+    if (slot_tag(sl) == tag && name_eq(at(ctx, slot_idx1(sl) - 1), s, n)) {
+      found = (int64_t)(slot_idx1(sl) - 1);
+      break;
+    }
   }
+  if (probes) *probes += k;
+  return found;
 }
 
 int64_t fg_name_table_find(const fg_name_table *t, const char *s, size_t n, fg_name_at_fn at, const void *ctx) {
   if (!t->cap) return -1;
-  return find_hashed(t, fg_name_hash(s, n), s, n, at, ctx);
+  return find_tagged(t, tag_of(s, n), s, n, at, ctx, NULL);
 }
 
-static void place(fg_name_table *t, uint64_t hv, uint64_t idx1) {
-  uint64_t mask = t->cap - 1, i = hv & mask;
-  while (t->idx1[i]) i = (i + 1) & mask;
-  t->hashes[i] = hv;
-  t->idx1[i] = idx1;
+static void place(fg_name_table *t, uint64_t slot) {
+  uint64_t mask = t->cap - 1, i = slot_tag(slot) & mask;
+  t->probes++;
+  while (t->slots[i]) {
+    i = (i + 1) & mask;
+    t->probes++;
+  }
+  t->slots[i] = slot;
   t->used++;
 }
 
 fg_status fg_name_table_insert(fg_name_table *t, const char *s, size_t n, uint64_t idx, fg_name_at_fn at,
                                const void *ctx, int64_t *dup) {
-  uint64_t hv = fg_name_hash(s, n);
-  *dup = find_hashed(t, hv, s, n, at, ctx);
+  uint64_t tag = tag_of(s, n);
+  *dup = find_tagged(t, tag, s, n, at, ctx, &t->probes);
   if (*dup >= 0) return FG_OK;
+  if (idx >= FG_NAME_TABLE_MAX)
+    return fg_fail(FG_ERR_NOMEM, "name table: index %llu is beyond the 2^31 names a table holds",
+                   (unsigned long long)idx);
   if ((t->used + 1) * 2 > t->cap) {
     fg_name_table bigger;
-    fg_status st = table_alloc(&bigger, t->used + 1 > 8 ? (t->used + 1) * 2 : 8);
+    uint64_t want = t->used + 1 > 8 ? (t->used + 1) * 2 : 8;
+    fg_status st = table_alloc(&bigger, want < FG_NAME_TABLE_MAX ? want : FG_NAME_TABLE_MAX);
     if (st) return st;
+    bigger.probes = t->probes;
     for (uint64_t i = 0; i < t->cap; i++)
-      if (t->idx1[i]) place(&bigger, t->hashes[i], t->idx1[i]);
+      if (t->slots[i]) place(&bigger, t->slots[i]);
     fg_name_table_free(t);
     *t = bigger;
   }
-  place(t, hv, idx + 1);
+  place(t, (tag << 32) | (idx + 1));
   return FG_OK;
 }

@@ -2,6 +2,7 @@
  * GGUF and safetensors parsers keep the files mapped, and their tensors are flattened into
  * one array with absolute file offsets and a name index. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "forgia/ckpt.h"
+#include "formats/safetensors_internal.h"
 
 struct fg_ckpt {
   fg_ckpt_format format;
@@ -204,6 +206,104 @@ static fg_status neither(const char *path, const unsigned char *magic, size_t go
                  path, first, why);
 }
 
+/* ---- a shard given alone ------------------------------------------------------------- */
+
+/* A safetensors shard names no siblings; only an index beside it knows it is a fraction of
+ * a model. 1 when the index at `index` lists `base` in its weight_map, 0 when it does not,
+ * -1 when it cannot be read or parsed. Read with read(2) (no mapping: nothing to fault if
+ * it shrinks) and O_NONBLOCK plus fstat (a FIFO named *.index.json never blocks). */
+static int index_names(const char *index, const char *base) {
+  int fd = open(index, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > FG_ST_MAX_HEADER_SIZE) {
+    close(fd);
+    return -1;
+  }
+  size_t cap = (size_t)sb.st_size, n = 0;
+  char *text = malloc(cap + 1);
+  while (text && n < cap) {
+    ssize_t r = pread(fd, text + n, cap - n, (off_t)n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  if (!text) return -1;
+  st_json j;
+  int found = -1;
+  if (st_json_parse(text, n, index, 0, &j) == FG_OK) {
+    const st_node *root = j.nodes, *e = st_first(root);
+    for (size_t k = 0; root->kind == ST_OBJ && k < root->len; k++, e = st_after(&j, e)) {
+      if (e->key_len != 10 || memcmp(st_key(&j, e), "weight_map", 10) != 0 || e->kind != ST_OBJ || !e->tree) continue;
+      found = 0;
+      const st_node *v = st_first(e);
+      size_t blen = strlen(base);
+      for (size_t i = 0; i < e->len && !found; i++, v = st_after(&j, v))
+        found = v->kind == ST_STR && v->len == blen && memcmp(st_str(&j, v), base, blen) == 0;
+      break;
+    }
+    st_json_free(&j);
+  }
+  free(text);
+  return found;
+}
+
+/* PREFIX-0000k-of-0000N.safetensors with N > 1: *prefix_len gets PREFIX's length. */
+static bool shard_name(const char *base, size_t *prefix_len) {
+  static const char suffix[] = "-00001-of-00002.safetensors";
+  size_t n = strlen(base), k = sizeof suffix - 1;
+  if (n < k) return false;
+  const char *s = base + n - k;
+  unsigned no = 0, count = 0;
+  for (int i = 0; i < 5; i++) {
+    if (s[1 + i] < '0' || s[1 + i] > '9' || s[10 + i] < '0' || s[10 + i] > '9') return false;
+    no = no * 10 + (unsigned)(s[1 + i] - '0');
+    count = count * 10 + (unsigned)(s[10 + i] - '0');
+  }
+  if (s[0] != '-' || memcmp(s + 6, "-of-", 4) != 0 || strcmp(s + 15, ".safetensors") != 0) return false;
+  *prefix_len = n - k;
+  return count > 1 && no >= 1 && no <= count;
+}
+
+/* Refuses a file that an index in its folder lists as a shard (or, when that index cannot
+ * be read, a file named like a shard beside an index named for its set): opened alone it
+ * would pass for the whole model. */
+static fg_status lone_shard(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t dlen = slash ? (size_t)(slash - path) : 0;
+  char *dir = slash ? strndup(path, dlen ? dlen : 1) : strdup(".");
+  if (!dir) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  size_t prefix_len = 0;
+  bool pattern = shard_name(base, &prefix_len);
+  DIR *dp = opendir(dir);
+  fg_status s = FG_OK;
+  struct dirent *de;
+  while (dp && !s && (de = readdir(dp))) {
+    if (!ends_with(de->d_name, ".safetensors.index.json")) continue;
+    size_t nlen = strlen(de->d_name);
+    char *index = malloc(strlen(dir) + nlen + 2);
+    if (!index) {
+      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+      break;
+    }
+    sprintf(index, "%s/%s", dir, de->d_name);
+    struct stat sb;
+    int names = stat(index, &sb) == 0 && S_ISREG(sb.st_mode) ? index_names(index, base) : 0;
+    bool same_set = pattern && (strcmp(de->d_name, FG_ST_INDEX_NAME) == 0 ||
+                                (nlen == prefix_len + sizeof ".safetensors.index.json" - 1 &&
+                                 memcmp(de->d_name, base, prefix_len) == 0));
+    if (names == 1 || (names < 0 && same_set))
+      s = fg_fail(FG_ERR_INVALID_ARG, "%s: a shard of the checkpoint indexed by %s; open that index or the folder %s, "
+                  "which opens every shard", path, index, dir);
+    free(index);
+  }
+  if (dp) closedir(dp);
+  free(dir);
+  return s;
+}
+
 static fg_status open_any(fg_ckpt *c, const char *path) {
   struct stat sb;
   if (stat(path, &sb) != 0)
@@ -222,6 +322,7 @@ static fg_status open_any(fg_ckpt *c, const char *path) {
     return fg_gguf_open_auto(path, &c->gguf);
   }
   c->format = FG_CKPT_SAFETENSORS;
+  if (!ends_with(path, ".json") && (s = lone_shard(path))) return s;
   s = fg_st_dir_open(path, FG_MAP_MMAP, &c->st);
   if (s == FG_OK || s == FG_ERR_NOMEM || s == FG_ERR_IO || s == FG_ERR_NOT_FOUND ||
       ends_with(path, ".safetensors") || ends_with(path, ".json"))

@@ -1,6 +1,7 @@
 /* Export execution: metadata into the writer, then each tensor streamed in chunks of rows,
  * so that the working set is one chunk of f32 plus its encoding, whatever the model size. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,8 @@ typedef struct fg_export_cursor {
   void *user;
   float *fbuf;               /* chunk_bytes of f32, allocated on first use */
   uint8_t *obuf;             /* the chunk encoded */
-  size_t fcap, ocap;
+  uint8_t *ibuf;             /* source bytes copied out of the mapping (FG_EXPORT_READ_PIECE) */
+  size_t fcap, ocap, icap;
 } fg_export_cursor;
 
 static fg_status report(fg_export_cursor *c, uint64_t bytes) {
@@ -73,21 +75,64 @@ static fg_status grow(void **buf, size_t *cap, size_t need, const char *what) {
   return FG_OK;
 }
 
-/* The mapping holding a tensor's bytes, for paging hints (offsets are absolute in it). */
+/* The mapping holding a tensor's bytes (offsets are absolute in it). */
 static const fg_mapping *map_of(const fg_export_cursor *c, const fg_ckpt_tensor *s) {
   return fg_ckpt_file_at(c->p->src, s->file)->map;
 }
 
-/* Bytes unchanged: written straight from the mapping in chunks, released behind. */
+/* Source bytes are read out of the mapping with fg_mapping_copy, at most this many at a
+ * time (whole rows when decoding, at least one): a source file truncated under the export
+ * is then a status naming it, instead of SIGBUS in a decoder or EFAULT in write(2). */
+#define FG_EXPORT_READ_PIECE ((uint64_t)8 << 20)
+
+/* Copies t's bytes [off, off+len) into c->ibuf. The message names the file, the tensor
+ * and the offset (fg_mapping_copy's starts with the path: said once). */
+static fg_status read_source(fg_export_cursor *c, const fg_ckpt_tensor *s, uint64_t off, uint64_t len) {
+  fg_status st = grow((void **)&c->ibuf, &c->icap, (size_t)len, "read");
+  if (st) return st;
+  const fg_mapping *map = map_of(c, s);
+  fg_mapping_prefetch(map, s->offset + off, len);
+  st = fg_mapping_copy(map, c->ibuf, s->offset + off, len);
+  fg_mapping_evict(map, s->offset + off, len);
+  if (!st) return FG_OK;
+  /* the file named as the caller named it ("m.safetensors" is mapped as "./m.safetensors") */
+  const char *mp = fg_mapping_path(map), *cp = fg_ckpt_path(c->p->src), *m = fg_last_error();
+  const char *path = strncmp(mp, "./", 2) == 0 && strcmp(mp + 2, cp) == 0 ? cp : mp;
+  size_t n = strlen(mp);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", strncmp(m, mp, n) == 0 && m[n] == ':' && m[n + 1] == ' ' ? m + n + 2 : m);
+  return fg_fail(st, "%s: tensor '%s' (its bytes %" PRIu64 "..%" PRIu64 " of %" PRIu64 "): %s", path, s->name, off,
+                 off + len, s->nbytes, msg);
+}
+
+/* Bytes unchanged: copied out of the mapping piece by piece and written. */
 static fg_status copy_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s) {
   const uint64_t step = c->p->opt.chunk_bytes;
-  const fg_mapping *map = map_of(c, s);
   for (uint64_t off = 0; off < s->nbytes; off += step) {
     uint64_t len = s->nbytes - off < step ? s->nbytes - off : step;
-    fg_mapping_prefetch(map, s->offset + off, len);
-    fg_status st = fg_gguf_writer_write_data(c->w, s->data + off, len);
-    fg_mapping_evict(map, s->offset + off, len);
+    fg_status st = FG_OK;
+    for (uint64_t done = 0; done < len && !st; done += FG_EXPORT_READ_PIECE) {
+      uint64_t k = len - done < FG_EXPORT_READ_PIECE ? len - done : FG_EXPORT_READ_PIECE;
+      if (!(st = read_source(c, s, off + done, k))) st = fg_gguf_writer_write_data(c->w, c->ibuf, k);
+    }
     if (st || (st = report(c, len))) return st;
+  }
+  return FG_OK;
+}
+
+/* Decodes rows [r, r+k) of s into c->fbuf, reading the source a piece of whole rows at a
+ * time. */
+static fg_status decode_rows(fg_export_cursor *c, const fg_ckpt_tensor *s, const fg_export_tensor *t, uint64_t r,
+                             uint64_t k, uint64_t n, uint64_t src_row) {
+  uint64_t per = FG_EXPORT_READ_PIECE / src_row;
+  if (per == 0) per = 1;
+  for (uint64_t i = 0; i < k; i += per) {
+    uint64_t m = k - i < per ? k - i : per;
+    fg_status st = read_source(c, s, (r + i) * src_row, m * src_row);
+    if (st) return st;
+    st = fg_quant_decode_rows(t->src_dtype, c->ibuf, (size_t)(m * src_row), c->fbuf + i * n, (int64_t)m, (int64_t)n);
+    if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", fg_ckpt_path(c->p->src),
+                                  t->name, r + i);
   }
   return FG_OK;
 }
@@ -96,7 +141,6 @@ static fg_status copy_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s) {
  * as fit in chunk_bytes of f32 (at least one). */
 static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, const fg_export_tensor *t) {
   const char *path = fg_ckpt_path(c->p->src);
-  const fg_mapping *map = map_of(c, s);
   const uint64_t n = t->ne[0];
   const uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
   uint64_t src_row = 0, dst_row = 0;
@@ -115,11 +159,7 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, 
     return st;
   for (uint64_t r = 0; r < rows; r += per) {
     uint64_t k = rows - r < per ? rows - r : per;
-    uint64_t off = r * src_row, len = k * src_row;
-    fg_mapping_prefetch(map, s->offset + off, len);
-    st = fg_quant_decode_rows(t->src_dtype, s->data + off, (size_t)len, c->fbuf, (int64_t)k, (int64_t)n);
-    fg_mapping_evict(map, s->offset + off, len);
-    if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
+    if ((st = decode_rows(c, s, t, r, k, n, src_row))) return st;
     const void *outp = c->fbuf; /* an f32 target is the decoded chunk itself */
     if (t->dst_dtype != FG_F32) {
       st = fg_quant_encode_rows(t->dst_dtype, c->fbuf, (int64_t)k, (int64_t)n, c->obuf, (size_t)(k * dst_row));
@@ -131,11 +171,23 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, 
   return FG_OK;
 }
 
+/* A source file modified in place while it was read (its size or modification time
+ * changed) may have handed out a mix of old and new bytes: the output is not committed. */
+static fg_status sources_unchanged(const fg_export_plan *p) {
+  for (size_t i = 0; i < fg_ckpt_file_count(p->src); i++) {
+    fg_status st = fg_mapping_check(fg_ckpt_file_at(p->src, i)->map);
+    if (st) return fg_fail_prefix(st, "export: source ");
+  }
+  return FG_OK;
+}
+
 fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
                         fg_export_progress_fn progress, void *user) {
   if (!p || !out_path) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_run: NULL argument");
+  fg_status st = fg_export_check_output(p->src, out_path);
+  if (st) return st;
   fg_gguf_writer *w = NULL;
-  fg_status st = fg_gguf_writer_create(&w);
+  st = fg_gguf_writer_create(&w);
   if (!st) st = add_metadata(p, w);
   if (!st) st = declare_tensors(p, w);
   if (!st) st = fg_gguf_writer_begin(w, out_path);
@@ -150,10 +202,12 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
     c.prog.tensors_done = i + 1;
     if (!st) st = report(&c, 0);
   }
+  if (!st) st = sources_unchanged(p);
   if (!st) st = fg_gguf_writer_commit(w);
   /* After a failure the writer still owns the temporary file; freeing it removes the file. */
   fg_gguf_writer_free(w);
   free(c.fbuf);
   free(c.obuf);
+  free(c.ibuf);
   return st;
 }

@@ -279,6 +279,16 @@ static fg_status parse_all(cursor *c, fg_gguf_file *f) {
   return place_tensors(c, f);
 }
 
+typedef struct parse_job {
+  cursor *c;
+  fg_gguf_file *f;
+} parse_job;
+
+static fg_status parse_fn(void *user) {
+  parse_job *j = user;
+  return parse_all(j->c, j->f);
+}
+
 fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out) {
   if (!m || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_open_mapping: NULL argument");
   *out = NULL;
@@ -293,7 +303,11 @@ fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out) {
   f->parts = part;
   f->n_parts = 1;
   cursor c = {fg_mapping_data(m), fg_mapping_size(m), 0, fg_mapping_path(m)};
-  fg_status s = parse_all(&c, f);
+  /* The header is read in place under the mapping's guard: a file truncated under the
+   * parse is a status. Whatever the parse allocated hangs off f by then (each record is
+   * counted in f before its bytes are read), so destroying f frees it after a fault too. */
+  parse_job job = {&c, f};
+  fg_status s = fg_mapping_access(m, parse_fn, &job);
   if (s) {
     fg_gguf_file_destroy(f);
     return s;

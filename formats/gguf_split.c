@@ -1,5 +1,7 @@
 /* Split GGUF files (NAME-00001-of-0000N.gguf): every part is a complete GGUF; part 1 holds
- * the model metadata. fg_gguf_open_auto maps all parts and merges them into one view. */
+ * the model metadata. fg_gguf_open_auto maps all parts and merges them into one view, and
+ * refuses any other part on its own: a lone part is a fraction of a model that would
+ * otherwise load, export or convert as if it were the whole of it. */
 #include "formats/gguf_internal.h"
 
 #include <inttypes.h>
@@ -33,7 +35,13 @@ bool fg_gguf_split_name(const char *path, uint32_t *part_no, uint32_t *part_coun
   return true;
 }
 
-/* An optional split key of an exact wire type; *present tells whether it exists. */
+/* What a file's split.* keys say; has_* tells which keys exist. */
+typedef struct split_keys {
+  int has_no, has_count, has_total;
+  int64_t no, count, total;
+} split_keys;
+
+/* An optional split key of an exact wire type (the types gguf-split writes). */
 static fg_status split_key(const fg_gguf_file *f, const char *key, fg_gguf_type type, int64_t *v, int *present) {
   int64_t i = fg_gguf_key_index(f, key);
   *present = i >= 0;
@@ -45,16 +53,83 @@ static fg_status split_key(const fg_gguf_file *f, const char *key, fg_gguf_type 
   return FG_OK;
 }
 
-static fg_status check_part(const fg_gguf_file *p, uint32_t idx, uint32_t count) {
-  int64_t v;
-  int present;
-  fg_status s = split_key(p, "split.no", FG_GGUF_UINT16, &v, &present);
+static fg_status read_keys(const fg_gguf_file *f, split_keys *k) {
+  memset(k, 0, sizeof *k);
+  const char *p = fg_gguf_path(f);
+  fg_status s = split_key(f, "split.no", FG_GGUF_UINT16, &k->no, &k->has_no);
+  if (!s) s = split_key(f, "split.count", FG_GGUF_UINT16, &k->count, &k->has_count);
+  if (!s) s = split_key(f, "split.tensors.count", FG_GGUF_INT32, &k->total, &k->has_total);
   if (s) return s;
-  if (present && v != (int64_t)idx)
-    return fg_fail(FG_ERR_RANGE, "%s: split.no is %" PRId64 ", expected %u", fg_gguf_path(p), v, idx);
-  if ((s = split_key(p, "split.count", FG_GGUF_UINT16, &v, &present))) return s;
-  if (present && v != (int64_t)count)
-    return fg_fail(FG_ERR_RANGE, "%s: split.count is %" PRId64 ", expected %u (from the file name)", fg_gguf_path(p), v, count);
+  if (k->has_count && k->count < 1) return fg_fail(FG_ERR_RANGE, "%s: split.count is 0, expected at least 1", p);
+  if (k->has_no && k->has_count && k->no >= k->count)
+    return fg_fail(FG_ERR_RANGE, "%s: split.no is %" PRId64 " but split.count is %" PRId64 " (split.no counts from 0)",
+                   p, k->no, k->count);
+  if (k->has_total && k->total < 0)
+    return fg_fail(FG_ERR_RANGE, "%s: split.tensors.count is %" PRId64 ", expected a count", p, k->total);
+  return FG_OK;
+}
+
+/* ---- a file opened alone ------------------------------------------------------------- */
+
+/* Refuses a file that is one part of a split other than an openable part 1, saying what
+ * to open instead. named: the path follows the pattern, as part `no` of `count`. */
+static fg_status lone_file(const char *path, const split_keys *k, bool named, uint32_t no, uint32_t count) {
+  size_t plen = strlen(path);
+  if (named) {
+    /* no > 1 here: part 1 opens the set */
+    if (k->has_count && k->count != (int64_t)count)
+      return fg_fail(FG_ERR_RANGE, "%s: split.count is %" PRId64 ", but the file name says %u parts", path, k->count,
+                     count);
+    if (k->has_no && k->no != (int64_t)no - 1)
+      return fg_fail(FG_ERR_RANGE, "%s: split.no is %" PRId64 " (part %" PRId64 "), but the file name says part %u",
+                     path, k->no, k->no + 1, no);
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: part %u of a %u-part split; open %.*s-00001-of-%05u.gguf, which opens every part",
+                   path, no, count, (int)(plen - SPLIT_SUFFIX_LEN), path, count);
+  }
+  if (k->has_count && k->count > 1) {
+    if (!k->has_no)
+      return fg_fail(FG_ERR_INVALID_ARG,
+                     "%s: one part of a %" PRId64 "-part split (split.count), without split.no; open part 1 of the set, "
+                     "named NAME-00001-of-%05" PRId64 ".gguf, which opens every part",
+                     path, k->count, k->count);
+    if (k->no == 0)
+      return fg_fail(FG_ERR_INVALID_ARG,
+                     "%s: part 1 of a %" PRId64 "-part split (split.no 0, split.count %" PRId64 "), but its name does not "
+                     "end in -00001-of-%05" PRId64 ".gguf, so the other parts cannot be found; name the parts "
+                     "NAME-0000k-of-%05" PRId64 ".gguf and open NAME-00001-of-%05" PRId64 ".gguf",
+                     path, k->count, k->count, k->count, k->count, k->count);
+    return fg_fail(FG_ERR_INVALID_ARG,
+                   "%s: part %" PRId64 " of a %" PRId64 "-part split (split.no %" PRId64 "); open part 1 of the set, "
+                   "named NAME-00001-of-%05" PRId64 ".gguf, which opens every part",
+                   path, k->no + 1, k->count, k->no, k->count);
+  }
+  if (k->has_no && k->no > 0)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: part %" PRId64 " of a split (split.no %" PRId64 ", no split.count); open part 1 "
+                   "of the set, named NAME-00001-of-0000N.gguf, which opens every part", path, k->no + 1, k->no);
+  return FG_OK;
+}
+
+/* ---- a whole set --------------------------------------------------------------------- */
+
+/* Part i (0-based) of `count` belongs to the set part 1 (keys k0) declares: every key part
+ * 1 has, it has too, and they agree with the file names and the tensor total. */
+static fg_status check_part(const fg_gguf_file *p, const split_keys *k, const split_keys *k0, uint32_t i,
+                            uint32_t count, uint64_t total) {
+  const char *path = fg_gguf_path(p);
+  const char *missing = k0->has_no && !k->has_no ? "split.no"
+                        : k0->has_count && !k->has_count ? "split.count"
+                        : k0->has_total && !k->has_total ? "split.tensors.count"
+                                                         : NULL;
+  if (missing) return fg_fail(FG_ERR_RANGE, "%s: no %s, which part 1 has: not a part of the same split", path, missing);
+  if (k->has_no && k->no != (int64_t)i)
+    return fg_fail(FG_ERR_RANGE, "%s: split.no is %" PRId64 " (part %" PRId64 "), but its file name makes it part %u (split.no %u)",
+                   path, k->no, k->no + 1, i + 1, i);
+  if (k->has_count && k->count != (int64_t)count)
+    return fg_fail(FG_ERR_RANGE, "%s: split.count is %" PRId64 ", expected %u (from the file name)", path, k->count,
+                   count);
+  if (k->has_total && (uint64_t)k->total != total)
+    return fg_fail(FG_ERR_RANGE, "%s: split.tensors.count is %" PRId64 " but the %u parts hold %" PRIu64 " tensors",
+                   path, k->total, count, total);
   return FG_OK;
 }
 
@@ -104,17 +179,15 @@ static fg_status merge(fg_gguf_file **parts, uint32_t n, fg_gguf_file **out) {
   return FG_OK;
 }
 
-fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out) {
-  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_open_auto: NULL argument");
-  *out = NULL;
-  uint32_t no, count;
-  if (!fg_gguf_split_name(path, &no, &count) || no != 1) return fg_gguf_open(path, FG_MAP_MMAP, out);
-
+/* path is NAME-00001-of-COUNT.gguf: opens and checks every part, then merges them. */
+static fg_status open_set(const char *path, uint32_t count, fg_gguf_file **out) {
   size_t n = strlen(path);
   char *name = malloc(n + 1);
   fg_gguf_file **parts = calloc(count, sizeof *parts);
+  split_keys *keys = calloc(count, sizeof *keys);
   fg_status s = FG_OK;
-  if (!name || !parts) s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  if (!name || !parts || !keys) s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  uint64_t total = 0;
   for (uint32_t i = 0; !s && i < count; i++) {
     memcpy(name, path, n + 1);
     char num[6];
@@ -125,21 +198,34 @@ fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out) {
       fg_fail_prefix(s, "split part %u of %u: ", i + 1, count);
       break;
     }
-    s = check_part(parts[i], i, count);
+    s = read_keys(parts[i], &keys[i]);
+    total += parts[i]->n_tensors;
   }
-  if (!s) {
-    int64_t v;
-    int present;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < count; i++) total += parts[i]->n_tensors;
-    s = split_key(parts[0], "split.tensors.count", FG_GGUF_INT32, &v, &present);
-    if (!s && present && (v < 0 || (uint64_t)v != total))
-      s = fg_fail(FG_ERR_RANGE, "%s: split.tensors.count is %" PRId64 " but the %u parts hold %" PRIu64 " tensors", path,
-                  v, count, total);
-  }
+  for (uint32_t i = 0; !s && i < count; i++) s = check_part(parts[i], &keys[i], &keys[0], i, count, total);
   if (!s) s = merge(parts, count, out);
   for (uint32_t i = 0; parts && i < count; i++) fg_gguf_file_destroy(parts[i]);
   free(parts);
+  free(keys);
   free(name);
   return s;
+}
+
+fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out) {
+  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_open_auto: NULL argument");
+  *out = NULL;
+  uint32_t no = 0, count = 0;
+  bool named = fg_gguf_split_name(path, &no, &count);
+  if (named && no == 1) return open_set(path, count, out);
+  fg_gguf_file *f = NULL;
+  fg_status s = fg_gguf_open(path, FG_MAP_MMAP, &f);
+  if (s) return s;
+  split_keys k;
+  s = read_keys(f, &k);
+  if (!s) s = lone_file(path, &k, named, no, count);
+  if (s) {
+    fg_gguf_close(f);
+    return s;
+  }
+  *out = f;
+  return FG_OK;
 }

@@ -204,15 +204,62 @@ fg_status fg_gguf_writer_set_str_array(fg_gguf_writer *w, const char *key, const
   return put_kv(w, wire, n);
 }
 
-static fg_status copy_one(fg_gguf_writer *w, const fg_gguf_file *from, uint64_t i) {
-  const uint8_t *raw;
-  uint64_t len;
-  fg_status s = fg_gguf_kv_raw(from, i, &raw, &len);
+fg_status fg_gguf_writer_set_wire_n(fg_gguf_writer *w, const char *key, size_t key_len, fg_gguf_type type,
+                                    const void *value, uint64_t value_len) {
+  fg_status s = frozen(w, "GGUF writer");
   if (s) return s;
+  if (!key || !key_len) return fg_fail(FG_ERR_BAD_STRING, "GGUF writer: empty or NULL key");
+  if (key_len > FG_GGUF_MAX_STRING || value_len > SIZE_MAX - 12 - key_len)
+    return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s' is too large", key);
+  uint64_t n = 8 + key_len + 4 + value_len;
+  uint8_t *p = malloc((size_t)n);
+  if (!p) return fg_fail(FG_ERR_NOMEM, "GGUF writer: key '%.40s': out of memory for %" PRIu64 " bytes", key, n);
+  fg_st_le64(p, key_len);
+  memcpy(p + 8, key, key_len);
+  fg_st_le32(p + 8 + key_len, (uint32_t)type);
+  if (value_len) memcpy(p + 12 + key_len, value, (size_t)value_len);
+  return put_kv(w, p, n);
+}
+
+/* The mapping of from that holds p (a KV's bytes lie in one part's header). */
+static const fg_mapping *mapping_of(const fg_gguf_file *from, const uint8_t *p) {
+  for (uint32_t k = 0; k < from->n_parts; k++) {
+    const fg_mapping *m = from->parts[k].map;
+    const uint8_t *b = fg_mapping_data(m);
+    if (b && p >= b && p < b + fg_mapping_size(m)) return m;
+  }
+  return NULL;
+}
+
+/* Copies KV i's wire bytes out of from's mapping, unless its key is in skip. The copy is
+ * guarded (fg_mapping_copy: a file truncated since it was parsed is a status) and checked
+ * against the parsed record, since put_kv trusts the lengths in it. */
+static fg_status copy_one(fg_gguf_writer *w, const fg_gguf_file *from, uint64_t i, const char *const *skip,
+                          size_t n_skip) {
+  const fg_gguf_kvrec *kv = &from->kvs[i];
+  const uint8_t *raw = kv->wire;
+  uint64_t len = kv->wire_len;
   if (len > SIZE_MAX) return fg_fail(FG_ERR_NOMEM, "GGUF writer: KV too large");
   uint8_t *wire = malloc((size_t)len);
   if (!wire) return fg_fail(FG_ERR_NOMEM, "GGUF writer: out of memory for a %" PRIu64 "-byte KV", len);
-  memcpy(wire, raw, (size_t)len);
+  const fg_mapping *m = mapping_of(from, raw);
+  fg_status s = m ? fg_mapping_copy(m, wire, (uint64_t)(raw - fg_mapping_data(m)), len) : FG_OK;
+  if (!m) memcpy(wire, raw, (size_t)len);
+  if (s) {
+    free(wire);
+    return fg_fail_prefix(s, "GGUF writer: copying KV %" PRIu64 ": ", i);
+  }
+  if (fg_ld_le64(wire) != kv->key_len || fg_ld_le32(wire + 8 + kv->key_len) != kv->type) {
+    free(wire);
+    return fg_fail(FG_ERR_IO, "%s: KV %" PRIu64 " changed since the file was parsed (modified while being read)",
+                   fg_gguf_path(from), i);
+  }
+  const char *key = (const char *)wire + 8;
+  for (size_t j = 0; j < n_skip; j++)
+    if (skip[j] && strlen(skip[j]) == kv->key_len && memcmp(skip[j], key, kv->key_len) == 0) {
+      free(wire);
+      return FG_OK;
+    }
   return put_kv(w, wire, len);
 }
 
@@ -222,20 +269,15 @@ fg_status fg_gguf_writer_copy_kv(fg_gguf_writer *w, const fg_gguf_file *from, co
   if (!from || !key) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_copy_kv: NULL argument");
   int64_t i = fg_gguf_key_index(from, key);
   if (i < 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no key '%s' to copy", fg_gguf_path(from), key);
-  return copy_one(w, from, (uint64_t)i);
+  return copy_one(w, from, (uint64_t)i, NULL, 0);
 }
 
 fg_status fg_gguf_writer_copy_all_kv(fg_gguf_writer *w, const fg_gguf_file *from, const char *const *skip, size_t n_skip) {
   fg_status s = frozen(w, "fg_gguf_writer_copy_all_kv");
   if (s) return s;
   if (!from || (n_skip && !skip)) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_writer_copy_all_kv: NULL argument");
-  for (uint64_t i = 0; i < from->n_kv; i++) {
-    fg_gguf_str k = fg_gguf_kv_key(from, i);
-    int skipped = 0;
-    for (size_t j = 0; j < n_skip && !skipped; j++)
-      skipped = skip[j] && strlen(skip[j]) == k.len && memcmp(skip[j], k.ptr, k.len) == 0;
-    if (!skipped && (s = copy_one(w, from, i))) return s;
-  }
+  for (uint64_t i = 0; i < from->n_kv; i++)
+    if ((s = copy_one(w, from, i, skip, n_skip))) return s;
   return FG_OK;
 }
 

@@ -39,4 +39,10 @@ struct fg_gguf_writer {
 
 fg_name fg_gguf_wkv_name_at(const void *w, uint64_t i);
 
+/* A KV with a key of key_len bytes (NUL bytes allowed, as GGUF keys carry a length) and a
+ * value given as its wire bytes (what follows the type code), copied. Replaces an existing
+ * key in place, as the typed setters do. */
+fg_status fg_gguf_writer_set_wire_n(fg_gguf_writer *w, const char *key, size_t key_len, fg_gguf_type type,
+                                    const void *value, uint64_t value_len);
+
 #endif

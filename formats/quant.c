@@ -4,6 +4,7 @@
 #include "forgia/quant.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "formats/quant_internal.h"
 #include "forgia/elem/quant_decode.h"
@@ -115,11 +116,92 @@ static void fg_dec_scalar(fg_dtype t, const uint8_t *b, float *y, int64_t n) {
   }
 }
 
+/* Where each block type keeps its half-precision fields (byte offsets in the block): the
+ * scales and mins, and Q8_1's sum. A finite input whose field rounds beyond f16's largest
+ * value, 65504, would be stored as Inf (ggml does so, and the block decodes to NaN), so such
+ * a block is refused. The other types keep no half field: Q8_K's scale is f32 (checked on its
+ * own: see below), MXFP4's is an E8M0 exponent (every finite input has one) and NVFP4's an
+ * unsigned E4M3 that saturates at 448, as ggml's does. */
+typedef struct fg_half_fields {
+  uint8_t n;
+  uint8_t off[2];
+} fg_half_fields;
+
+static const fg_half_fields fg_halves[FG_GGML_TYPE_COUNT] = {
+  [FG_Q4_0] = {1, {0}},      [FG_Q4_1] = {2, {0, 2}},   [FG_Q5_0] = {1, {0}},      [FG_Q5_1] = {2, {0, 2}},
+  [FG_Q8_0] = {1, {0}},      [FG_Q8_1] = {2, {0, 2}},   [FG_Q2_K] = {2, {80, 82}}, [FG_Q3_K] = {1, {108}},
+  [FG_Q4_K] = {2, {0, 2}},   [FG_Q5_K] = {2, {0, 2}},   [FG_Q6_K] = {1, {208}},    [FG_TQ1_0] = {1, {52}},
+  [FG_TQ2_0] = {1, {64}},    [FG_IQ4_NL] = {1, {0}},    [FG_IQ4_XS] = {1, {0}},    [FG_Q1_0] = {1, {0}},
+  [FG_Q2_0] = {1, {0}},
+};
+
+/* The fitting searches of the k-quants and IQ4 square and cube the inputs in f32; past 2^32
+ * those sums overflow and a block can come out with a finite but meaningless scale (an
+ * all-zero Q6_K block, say). No block of these types holds a magnitude above 2^28 (Q6_K's
+ * 65504 * 128 * 32), so a block reaching 2^32 is refused before it is encoded. */
+#define FG_QUANT_SEARCH_LIMIT_BITS 0x4f800000u /* 2^32 */
+
+static bool fg_has_search(fg_dtype t) {
+  return t == FG_Q2_K || t == FG_Q3_K || t == FG_Q4_K || t == FG_Q5_K || t == FG_Q6_K || t == FG_IQ4_NL ||
+         t == FG_IQ4_XS;
+}
+
 /* Index of the first non-finite value of x[0..n), or -1. */
 static int64_t fg_first_nonfinite(const float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     if ((fg_f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u) return i;
   return -1;
+}
+
+/* One block: encodes it and returns 0, or returns 1 (a non-finite input) or 2 (a block the
+ * type cannot hold) leaving y as it is. be and search are constants at each call site (see
+ * FG_ENC_LOOP) so that the scan unrolls into one reduction (two for the search types); the
+ * magnitudes, below 2^31, compare as signed ints (SSE2's pcmpgtd), so it vectorises on any
+ * x86-64. The half fields are checked on their high bytes (exponent bits 0x7c), which the
+ * encoder has just stored byte by byte: a wider load would wait for the stores to retire. Two
+ * bytes are read whether the type has one field, two or none (mask 0: never Inf). */
+static inline int fg_encode_block(fg_qblock_enc enc, const float *x, uint8_t *y, int64_t be, bool search,
+                                  unsigned hi0, unsigned hi1, uint8_t mask, bool q8k) {
+  int32_t nonfinite = 0, big = 0;
+  for (int64_t j = 0; j < be; j++) {
+    const int32_t u = (int32_t)(fg_f32_bits(x[j]) & 0x7fffffffu);
+    nonfinite |= u >= 0x7f800000;
+    if (search) big |= u >= (int32_t)FG_QUANT_SEARCH_LIMIT_BITS;
+  }
+  if (nonfinite) return 1;
+  if (big) return 2;
+  enc(x, y);
+  if (((y[hi0] & mask) == 0x7c) | ((y[hi1] & mask) == 0x7c)) return 2;
+  /* Q8_K's f32 scale times the block's largest code (127) overflows for |x| near FLT_MAX */
+  if (q8k && !(fabsf(fg_bits_f32(fg_ld_le32(y))) * 127.0f < INFINITY)) return 2;
+  return 0;
+}
+
+static fg_status fg_encode_refused(fg_dtype t, const fg_dtype_traits *tr, const float *src, int64_t nrows, int64_t n,
+                                   int64_t bad, int64_t range_block) {
+  const int64_t be = tr->block_elems;
+  char row[48] = "";
+  if (bad != INT64_MAX && (range_block == INT64_MAX || bad < range_block * be)) {
+    const float v = src[bad];
+    if (nrows > 1) snprintf(row, sizeof row, "row %lld, ", (long long)(bad / n));
+    return fg_fail(FG_ERR_NONFINITE, "quant encode %s: non-finite value %s at %selement %lld", tr->name,
+                   isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), row, (long long)(bad % n));
+  }
+  const float *x = src + range_block * be;
+  int64_t at = 0;
+  for (int64_t j = 1; j < be; j++)
+    if ((fg_f32_bits(x[j]) & 0x7fffffffu) > (fg_f32_bits(x[at]) & 0x7fffffffu)) at = j;
+  const int64_t first = range_block * be % n, r = range_block * be / n;
+  if (nrows > 1) snprintf(row, sizeof row, "row %lld, ", (long long)r);
+  const char *field = fg_halves[t].n < 2 ? "scale" : t == FG_Q8_1 ? "scale or sum" : "scale or min";
+  char tail[128];
+  if (t == FG_Q8_K)
+    snprintf(tail, sizeof tail, "makes its f32 scale x 127 overflow (the block would decode to Inf)");
+  else
+    snprintf(tail, sizeof tail, "needs an f16 %s beyond 65504 (ggml would store Inf, which decodes to NaN)", field);
+  return fg_fail(FG_ERR_RANGE, "quant encode %s: %sblock %lld (elements %lld..%lld): largest magnitude %.9g at element %lld %s",
+                 tr->name, row, (long long)(first / be), (long long)first, (long long)(first + be - 1),
+                 (double)x[at], (long long)(first + at), tail);
 }
 
 fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int64_t n,
@@ -136,28 +218,39 @@ fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int6
   const fg_dtype_traits *tr = fg_dtype_info(t);
   const int64_t be = tr->block_elems, bb = tr->block_bytes;
   const fg_qblock_enc enc = fg_enc_tab[t];
-  int64_t bad = INT64_MAX; /* smallest flat index of a non-finite input */
+  const fg_half_fields h = fg_halves[t];
+  const unsigned hi0 = h.n ? h.off[0] + 1u : 0, hi1 = h.n > 1 ? h.off[1] + 1u : hi0;
+  const uint8_t mask = h.n ? 0x7cu : 0;
+  const bool q8k = t == FG_Q8_K, search = fg_has_search(t), par = nb * be >= FG_QUANT_PAR_MIN_ELEMS;
+  int64_t bad = INT64_MAX;   /* smallest flat index of a non-finite input */
+  int64_t range = INT64_MAX; /* smallest block the type cannot hold */
   int64_t i;
-#pragma omp parallel for schedule(static) if (nb * be >= FG_QUANT_PAR_MIN_ELEMS)
-  for (i = 0; i < nb; i++) {
-    const float *x = src + i * be;
-    const int64_t k = fg_first_nonfinite(x, be);
-    if (k >= 0) {
-#pragma omp critical(fg_quant_bad)
-      if (i * be + k < bad) bad = i * be + k;
-      continue;
-    }
-    enc(x, y + i * bb);
+#define FG_ENC_LOOP(BE, SEARCH)                                                                     \
+  _Pragma("omp parallel for schedule(static) if (par)")                                             \
+  for (i = 0; i < nb; i++) {                                                                        \
+    const int r = fg_encode_block(enc, src + i * (BE), y + i * bb, (BE), (SEARCH), hi0, hi1, mask, q8k); \
+    if (r == 1) {                                                                                   \
+      const int64_t k = fg_first_nonfinite(src + i * (BE), (BE));                                   \
+      _Pragma("omp critical(fg_quant_bad)")                                                         \
+      if (i * (BE) + k < bad) bad = i * (BE) + k;                                                   \
+    } else if (r == 2) {                                                                            \
+      _Pragma("omp critical(fg_quant_bad)")                                                         \
+      if (i < range) range = i;                                                                     \
+    }                                                                                               \
   }
-  if (bad != INT64_MAX) {
-    const float v = src[bad];
-    if (nrows > 1)
-      return fg_fail(FG_ERR_NONFINITE, "quant encode %s: non-finite value %s at row %lld, element %lld",
-                     tr->name, isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), (long long)(bad / n),
-                     (long long)(bad % n));
-    return fg_fail(FG_ERR_NONFINITE, "quant encode %s: non-finite value %s at element %lld", tr->name,
-                   isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), (long long)bad);
+  if (search && be == 256) {
+    FG_ENC_LOOP(256, true)
+  } else if (search) {
+    FG_ENC_LOOP(be, true)
+  } else if (be == 32) {
+    FG_ENC_LOOP(32, false)
+  } else if (be == 256) {
+    FG_ENC_LOOP(256, false)
+  } else {
+    FG_ENC_LOOP(be, false)
   }
+#undef FG_ENC_LOOP
+  if (bad != INT64_MAX || range != INT64_MAX) return fg_encode_refused(t, tr, src, nrows, n, bad, range);
   return FG_OK;
 }
 

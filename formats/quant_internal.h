@@ -1,5 +1,6 @@
 /* Per-block encoders behind fg_quant_encode_row. Each reads one block of finite floats
- * (the caller has checked) and writes one packed block, following ggml's reference quantizer
+ * (the caller has checked; it also refuses the block afterwards when a stored f16 field came
+ * out non-finite, see quant.c) and writes one packed block, following ggml's reference quantizer
  * (quantize_row_*_ref without importance matrix) operation by operation in f32, so that the
  * bytes match ggml built with -ffp-contract=off (what this project compiles with).
  *
@@ -17,6 +18,9 @@
 #include "forgia/elem/bytes.h"
 #include "forgia/elem/half.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef void (*fg_qblock_enc)(const float *x, uint8_t *y);
 
@@ -107,4 +111,7 @@ void fg_qenc_nvfp4(const float *x, uint8_t *y);
 void fg_qenc_iq4_nl(const float *x, uint8_t *y);
 void fg_qenc_iq4_xs(const float *x, uint8_t *y);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -37,13 +37,17 @@ static fg_name entry_name_at(const void *dir, uint64_t i) {
 }
 
 /* Names of weight_map entries: the values (shard files) or the keys (tensors). */
-static fg_name node_str_at(const void *nodes, uint64_t i) {
-  const st_node *const *n = nodes;
-  return (fg_name){n[i]->str, n[i]->len};
+typedef struct wm_seen {
+  const st_json *j;
+  const st_node **at;
+} wm_seen;
+static fg_name node_str_at(const void *ctx, uint64_t i) {
+  const wm_seen *w = ctx;
+  return (fg_name){st_str(w->j, w->at[i]), w->at[i]->len};
 }
-static fg_name node_key_at(const void *nodes, uint64_t i) {
-  const st_node *const *n = nodes;
-  return (fg_name){n[i]->key, n[i]->key_len};
+static fg_name node_key_at(const void *ctx, uint64_t i) {
+  const wm_seen *w = ctx;
+  return (fg_name){st_key(w->j, w->at[i]), w->at[i]->key_len};
 }
 
 static char *path_join(const char *a, const char *b) {
@@ -168,10 +172,11 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   }
   const st_node *e = st_first(root);
   for (size_t k = 0; k < root->len; k++, e = st_after(&j, e)) {
-    const st_node **slot = !strcmp(e->key, "weight_map") ? &wm : !strcmp(e->key, "metadata") ? &meta : NULL;
+    const char *key = st_key(&j, e);
+    const st_node **slot = !strcmp(key, "weight_map") ? &wm : !strcmp(key, "metadata") ? &meta : NULL;
     if (!slot) continue;
     if (*slot) {
-      s = fg_fail(FG_ERR_DUPLICATE, "%s: key '%s' repeated at byte %u", index_path, e->key, e->key_pos);
+      s = fg_fail(FG_ERR_DUPLICATE, "%s: key '%s' repeated at byte %u", index_path, key, e->key_pos);
       goto done;
     }
     *slot = e;
@@ -184,6 +189,7 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
    * folder, then sorted */
   size_t nmap = wm->len;
   seen = calloc(nmap ? nmap : 1, sizeof *seen);
+  wm_seen ws = {&j, seen};
   const char **names = calloc(nmap ? nmap : 1, sizeof *names);
   if (!names || !seen || fg_name_table_reset(&set, nmap)) {
     free(names);
@@ -193,16 +199,17 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   size_t u = 0;
   e = st_first(wm);
   for (size_t k = 0; k < nmap; k++, e = st_after(&j, e)) {
-    if (e->kind != ST_STR || !e->len || memchr(e->str, '\0', e->len) || memchr(e->str, '/', e->len) ||
-        !strcmp(e->str, ".") || !strcmp(e->str, "..")) {
+    const char *str = st_str(&j, e);
+    if (e->kind != ST_STR || !e->len || memchr(str, '\0', e->len) || memchr(str, '/', e->len) ||
+        !strcmp(str, ".") || !strcmp(str, "..")) {
       s = fg_fail(FG_ERR_INVALID_JSON, "%s: weight_map entry '%.200s' (byte %u) must name a file in the same folder",
-                  index_path, e->key, e->key_pos);
+                  index_path, st_key(&j, e), e->key_pos);
       break;
     }
     seen[k] = e;
     int64_t dup;
-    if ((s = fg_name_table_insert(&set, e->str, e->len, k, node_str_at, seen, &dup))) break;
-    if (dup < 0) names[u++] = e->str;
+    if ((s = fg_name_table_insert(&set, str, e->len, k, node_str_at, &ws, &dup))) break;
+    if (dup < 0) names[u++] = str;
   }
   if (!s) {
     qsort(names, u, sizeof *names, cmp_str);
@@ -227,16 +234,17 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   for (size_t k = 0; k < nmap && !s; k++) {
     e = seen[k];
     int64_t dup;
-    if ((s = fg_name_table_insert(&set, e->key, e->key_len, k, node_key_at, seen, &dup))) break;
+    const char *key = st_key(&j, e), *str = st_str(&j, e);
+    if ((s = fg_name_table_insert(&set, key, e->key_len, k, node_key_at, &ws, &dup))) break;
     if (dup >= 0) {
-      s = fg_fail(FG_ERR_DUPLICATE, "%s: weight_map names tensor '%.200s' twice (byte %u)", index_path, e->key,
+      s = fg_fail(FG_ERR_DUPLICATE, "%s: weight_map names tensor '%.200s' twice (byte %u)", index_path, key,
                   e->key_pos);
       break;
     }
-    size_t idx = dir_lookup(d, e->key, e->key_len);
-    if (idx == SIZE_MAX || strcmp(d->shard_names[d->entries[idx].shard], e->str) != 0)
+    size_t idx = dir_lookup(d, key, e->key_len);
+    if (idx == SIZE_MAX || strcmp(d->shard_names[d->entries[idx].shard], str) != 0)
       s = fg_fail(FG_ERR_NOT_FOUND, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", index_path,
-                  e->key, e->str);
+                  key, str);
     else
       named[idx] = true;
   }
@@ -254,15 +262,15 @@ static fg_status open_index(fg_st_dir *d, const char *index_path, fg_map_mode mo
   if (meta && meta->kind == ST_OBJ) {
     e = st_first(meta);
     for (size_t k = 0; k < meta->len; k++, e = st_after(&j, e)) {
-      if (strcmp(e->key, "total_size") != 0 || e->kind != ST_NUM) continue;
+      if (strcmp(st_key(&j, e), "total_size") != 0 || e->kind != ST_NUM) continue;
       uint64_t v;
-      if (st_num_u64(e, &v)) {
+      if (st_num_u64(&j, e, &v)) {
         d->total_size = v;
       } else {
         /* some writers emit 1.6e10 or 123.0: accept an integral, non-negative value */
         char buf[64];
         size_t n = e->len < sizeof buf - 1 ? e->len : sizeof buf - 1;
-        memcpy(buf, e->str, n);
+        memcpy(buf, st_str(&j, e), n);
         buf[n] = '\0';
         double x = strtod(buf, NULL);
         if (!(x >= 0 && x < 18446744073709551616.0) || x != (double)(uint64_t)x) {

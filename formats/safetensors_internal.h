@@ -7,6 +7,12 @@
 #include "core/name_table.h"
 #include "forgia/safetensors.h"
 
+/* One __metadata__ entry: key and value are the decoded strings at strs + off
+ * (NUL-terminated, and possibly holding NUL bytes themselves). */
+typedef struct st_meta {
+  uint32_t key_off, key_len, val_off, val_len;
+} st_meta;
+
 struct fg_st_file {
   fg_mapping *map;           /* holds the bytes the tensors point into */
   char *source;
@@ -19,36 +25,43 @@ struct fg_st_file {
   uint64_t *dims;            /* every tensor's shape, one block */
   bool has_meta;
   size_t nmeta;
-  const char **meta_keys, **meta_vals; /* point into strs */
+  st_meta *meta;             /* __metadata__ entries in file order */
 };
 
 /* ---- strict JSON (safetensors_json.c) ----
- * One pass over the text builds a flat tree (a "tape": each value is one node, its
- * children follow it, `next` skips its subtree) with every string decoded exactly (length
- * kept, \u0000 included) and every number kept as its source text. It accepts exactly
- * what the reference check accepts: UTF-8 as Rust's str::from_utf8, JSON's four
- * whitespace bytes only, the JSON number grammar, cJSON's nesting limit. When the text
- * is refused, the reference check (a lexer, then cJSON over the lexed text) runs to give
- * the message, so errors keep their class, order and byte offsets. */
+ * One pass over the text validates it whole and builds a flat tree (a "tape": each value
+ * is one node, its children follow it, `next` skips its subtree) of the part a reader
+ * walks: the root and the members of objects up to a depth. Every string is decoded
+ * exactly (length kept, \u0000 included) in place: the string whose opening quote is at
+ * byte p lies at strs + p + 1, NUL-terminated, so nodes hold no pointers. Numbers stay
+ * source text. Arrays never put their elements on the tape (st_iter walks them in the
+ * text) and objects deeper than the depth asked for are kept as one node, so the tape of
+ * a hostile header holds at most one node per 5 bytes (an object member takes at least
+ * `"":0,`), whatever the numbers, arrays and nesting inside it.
+ *
+ * It accepts exactly what the reference check accepts: UTF-8 as Rust's str::from_utf8,
+ * JSON's four whitespace bytes only, the JSON number grammar, cJSON's nesting limit. When
+ * the text is refused, the reference check (a lexer, then cJSON over the lexed text) runs
+ * to give the message, so errors keep their class, order and byte offsets. */
 
 enum { ST_NULL, ST_FALSE, ST_TRUE, ST_NUM, ST_STR, ST_ARR, ST_OBJ };
 
 typedef struct st_node {
-  uint8_t kind;
   uint32_t pos;              /* byte of the value's first character (a string's quote) */
-  uint32_t len;              /* ST_STR: decoded bytes; ST_NUM: raw bytes; ST_ARR/ST_OBJ: children */
+  uint32_t len;              /* ST_STR: decoded bytes; ST_NUM: raw bytes; ST_ARR/ST_OBJ: elements */
   uint32_t next;             /* index of the node after this value and its subtree */
   uint32_t key_pos;          /* object members: byte of the key's opening quote */
   uint32_t key_len;          /* object members: decoded key bytes */
-  const char *str;           /* ST_STR: decoded, NUL-terminated; ST_NUM: raw text (not terminated) */
-  const char *key;           /* object members: decoded key, NUL-terminated; NULL otherwise */
+  uint8_t kind;
+  bool tree;                 /* ST_OBJ whose members follow it on the tape (st_first) */
 } st_node;
 
 typedef struct st_json {
   st_node *nodes;            /* nodes[0] is the root */
   size_t nnodes;
-  size_t nnums;              /* ST_NUM nodes */
-  char *strs;                /* every decoded string, one block (the caller may take it) */
+  const char *text;          /* the parsed text (borrowed: it must outlive the tree) */
+  char *strs;                /* n + 1 bytes holding the decoded strings (see above); the caller
+                                may keep it after st_json_free by setting this to NULL */
 } st_json;
 
 /* Checks that s[0..n) is UTF-8 as Rust's str::from_utf8 defines it; on failure *bad is
@@ -56,16 +69,38 @@ typedef struct st_json {
 bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad);
 
 /* Parses text (not NUL-terminated) as strict JSON. `where` prefixes messages; `base` is
- * added to positions reported in messages (8 for a safetensors header). */
+ * added to positions reported in messages (8 for a safetensors header). st_json_parse
+ * puts the members of the root and of its object members on the tape (what safetensors
+ * headers and index files need); st_json_parse_depth those of objects at depth < depth
+ * (the root is at depth 0). */
 fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out);
+fg_status st_json_parse_depth(const char *text, size_t n, const char *where, uint64_t base, int depth,
+                              st_json *out);
 void st_json_free(st_json *j);
 
-/* Children of an array or object: for (c = st_first(v), k = 0; k < v->len; k++, c = st_after(j, c)) */
+/* Decoded string of an ST_STR node, raw text of an ST_NUM node, key of a member. */
+static inline const char *st_str(const st_json *j, const st_node *v) {
+  return v->kind == ST_NUM ? j->text + v->pos : j->strs + v->pos + 1;
+}
+static inline const char *st_key(const st_json *j, const st_node *v) { return j->strs + v->key_pos + 1; }
+
+/* Members of a tree object: for (c = st_first(v), k = 0; k < v->len; k++, c = st_after(j, c)) */
 static inline const st_node *st_first(const st_node *v) { return v + 1; }
 static inline const st_node *st_after(const st_json *j, const st_node *c) { return j->nodes + c->next; }
+
+/* Elements of an array, read from the text: kind, pos and len as on a node (len 0 for
+ * arrays and objects, which are skipped whole). */
+typedef struct st_iter {
+  const st_json *j;
+  size_t at;                 /* text position of the next element or of the closing bracket */
+  uint32_t left;
+} st_iter;
+void st_iter_init(st_iter *it, const st_json *j, const st_node *arr);
+bool st_iter_next(st_iter *it, st_node *out);
+
 /* Parses a number node as a non-negative integer without fraction/exponent/sign that fits
  * in u64. */
-bool st_num_u64(const st_node *v, uint64_t *out);
+bool st_num_u64(const st_json *j, const st_node *v, uint64_t *out);
 
 /* serde_json's escaping: appends "s" (quoted) to a growing buffer. ascii_only selects
  * Python json.dumps' default (\uXXXX for non-ASCII) instead. */

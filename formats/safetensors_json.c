@@ -52,41 +52,21 @@ bool st_utf8_valid(const uint8_t *s, size_t n, size_t *bad) {
 
 /* ---------------------------------------------------------------- lexer (reference check) */
 
-typedef struct st_tok {
-  uint32_t pos;              /* byte position in the JSON text */
-  uint32_t len;              /* raw length (numbers) */
-  char *str;                 /* decoded string, NUL-terminated (NULL for numbers) */
-  size_t str_len;
-  const char *raw;           /* number text (not terminated) */
-} st_tok;
-
+/* The lexer checks what cJSON would let through (escapes, controls, number grammar,
+ * literals, stray bytes) and writes the text cJSON is given: a copy in which every number
+ * is "0" padded with spaces (the value comes from the text, and cJSON's own number reader
+ * (64-byte buffer, strtod) is bypassed). It keeps nothing per token. */
 typedef struct lexer {
   const char *t;
+  char *copy;
   size_t n, i;
   const char *where;
   uint64_t base;
-  st_tok *toks;
-  size_t ntoks, cap;
 } lexer;
 
 static fg_status lex_fail(const lexer *L, size_t pos, const char *what) {
   return fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu: %s", L->where,
                  (unsigned long long)(L->base + pos), what);
-}
-
-static fg_status lex_push(lexer *L, st_tok tok) {
-  if (L->ntoks == L->cap) {
-    size_t cap = L->cap ? L->cap * 2 : 64;
-    st_tok *p = realloc(L->toks, cap * sizeof *p);
-    if (!p) {
-      free(tok.str);
-      return fg_fail(FG_ERR_NOMEM, "%s: out of memory lexing JSON", L->where);
-    }
-    L->toks = p;
-    L->cap = cap;
-  }
-  L->toks[L->ntoks++] = tok;
-  return FG_OK;
 }
 
 static int hexval(char c) {
@@ -131,70 +111,39 @@ static size_t put_utf8(char *o, unsigned cp) {
   return 4;
 }
 
-/* At an opening quote. Decoded bytes are never longer than the raw ones. */
+/* At an opening quote: checks the string's escapes and bytes. */
 static fg_status lex_string(lexer *L) {
   size_t start = L->i++;
   size_t end = L->i;
   while (end < L->n && L->t[end] != '"') end += (L->t[end] == '\\') ? 2 : 1;
   if (end >= L->n) return lex_fail(L, start, "unterminated string");
-  char *o = malloc(end - L->i + 1);
-  if (!o) return fg_fail(FG_ERR_NOMEM, "%s: out of memory lexing JSON", L->where);
-  size_t k = 0;
   while (L->i < end) {
     unsigned char c = (unsigned char)L->t[L->i];
-    if (c < 0x20) {
-      free(o);
-      return lex_fail(L, L->i, "control character inside a string");
-    }
+    if (c < 0x20) return lex_fail(L, L->i, "control character inside a string");
     if (c != '\\') {
-      o[k++] = (char)c;
       L->i++;
       continue;
     }
     char e = L->t[L->i + 1];
     size_t at = L->i;
     L->i += 2;
-    switch (e) {
-      case '"': o[k++] = '"'; break;
-      case '\\': o[k++] = '\\'; break;
-      case '/': o[k++] = '/'; break;
-      case 'b': o[k++] = '\b'; break;
-      case 'f': o[k++] = '\f'; break;
-      case 'n': o[k++] = '\n'; break;
-      case 'r': o[k++] = '\r'; break;
-      case 't': o[k++] = '\t'; break;
-      case 'u': {
-        unsigned cp, lo;
-        if (!read_hex4(L, L->i, &cp) || L->i + 4 > end) {
-          free(o);
-          return lex_fail(L, at, "bad \\u escape");
-        }
-        L->i += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          free(o);
-          return lex_fail(L, at, "lone low surrogate escape");
-        }
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (L->i + 6 > end || L->t[L->i] != '\\' || L->t[L->i + 1] != 'u' ||
-              !read_hex4(L, L->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
-            free(o);
-            return lex_fail(L, at, "lone high surrogate escape");
-          }
-          L->i += 6;
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        k += put_utf8(o + k, cp);
-        break;
+    if (e == 'u') {
+      unsigned cp, lo;
+      if (!read_hex4(L, L->i, &cp) || L->i + 4 > end) return lex_fail(L, at, "bad \\u escape");
+      L->i += 4;
+      if (cp >= 0xDC00 && cp <= 0xDFFF) return lex_fail(L, at, "lone low surrogate escape");
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (L->i + 6 > end || L->t[L->i] != '\\' || L->t[L->i + 1] != 'u' || !read_hex4(L, L->i + 2, &lo) ||
+            lo < 0xDC00 || lo > 0xDFFF)
+          return lex_fail(L, at, "lone high surrogate escape");
+        L->i += 6;
       }
-      default:
-        free(o);
-        return lex_fail(L, at, "invalid escape");
+    } else if (!strchr("\"\\/bfnrt", e) || !e) {
+      return lex_fail(L, at, "invalid escape");
     }
   }
-  o[k] = '\0';
   L->i = end + 1;
-  st_tok tok = {.pos = (uint32_t)start, .str = o, .str_len = k};
-  return lex_push(L, tok);
+  return FG_OK;
 }
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -233,10 +182,8 @@ static fg_status lex_all(lexer *L) {
       size_t a = L->i;
       while (L->i < L->n && strchr("0123456789+-eE.", L->t[L->i]) && L->t[L->i]) L->i++;
       if (!number_grammar(L->t + a, L->i - a)) return lex_fail(L, a, "malformed number");
-      if (L->i - a > UINT32_MAX) return lex_fail(L, a, "number too long");
-      st_tok tok = {.pos = (uint32_t)a, .len = (uint32_t)(L->i - a), .raw = L->t + a};
-      fg_status s = lex_push(L, tok);
-      if (s) return s;
+      L->copy[a] = '0';
+      memset(L->copy + a + 1, ' ', L->i - a - 1);
     } else if (c >= 'a' && c <= 'z') {
       size_t a = L->i;
       while (L->i < L->n && L->t[L->i] >= 'a' && L->t[L->i] <= 'z') L->i++;
@@ -253,60 +200,81 @@ static fg_status lex_all(lexer *L) {
   return FG_OK;
 }
 
+/* ---------------------------------------------------------------- parser state */
+
+/* cJSON refuses arrays and objects nested deeper than this (CJSON_NESTING_LIMIT). */
+#define ST_DEPTH_LIMIT 1000
+#define ST_NONE UINT32_MAX
+
+/* An open array or object: its node (ST_NONE inside a container kept whole), whether it is
+ * an object and whether its members go on the tape; for the reference check, where it
+ * opens and its last two children (start, value start, end; end 0 while incomplete). */
+typedef struct frame {
+  uint32_t node;
+  bool obj, tree;
+  uint32_t open;
+  uint32_t cur, cur_val, cur_end;
+  uint32_t prev, prev_val, prev_end;
+} frame;
+
+typedef struct parser {
+  const uint8_t *t;
+  size_t n, i;
+  st_node *nodes;
+  size_t nn, cap, max;       /* nodes in use, allocated, and the most the text can need */
+  char *strs;                /* decoded strings, each at its opening quote + 1 */
+  size_t tree_depth;         /* objects at a depth below this put their members on the tape */
+  frame *stack;              /* ST_DEPTH_LIMIT frames */
+  size_t depth;
+  uint32_t root, root_end;   /* the root value (root_end 0 while incomplete) */
+} parser;
+
 /* ---------------------------------------------------------------- reference check */
 
-/* cJSON has no spare field for positions, so the token index + 1 is kept in valueint
- * (string and number nodes: their own token) and valuedouble (members: the key token);
- * both are exact for indices below 2^31. */
-static bool annotate(cJSON *node, const st_tok *toks, size_t ntoks, size_t *cur, bool member) {
-  if (member) {
-    if (*cur >= ntoks || !toks[*cur].str) return false;
-    node->valuedouble = (double)(*cur + 1);
-    (*cur)++;
-  }
-  if (cJSON_IsString(node)) {
-    if (*cur >= ntoks || !toks[*cur].str) return false;
-    node->valueint = (int)(*cur + 1);
-    (*cur)++;
-  } else if (cJSON_IsNumber(node)) {
-    if (*cur >= ntoks || toks[*cur].str) return false;
-    node->valueint = (int)(*cur + 1);
-    (*cur)++;
-  } else if (cJSON_IsObject(node) || cJSON_IsArray(node)) {
-    bool obj = cJSON_IsObject(node);
-    for (cJSON *c = node->child; c; c = c->next)
-      if (!annotate(c, toks, ntoks, cur, obj)) return false;
-  }
-  return true;
+static void blank(char *copy, size_t a, size_t b) {
+  if (b > a) memset(copy + a, ' ', b - a);
 }
 
-/* The reference check, run only on a text the parser refused: UTF-8, the lexer, cJSON
- * over a copy in which every number is "0" padded with spaces (the value comes from the
- * token, and cJSON's own number reader (64-byte buffer, strtod) is bypassed), and the
- * token stream tied to cJSON's tree. Returns the first failure, worded for the caller. */
-static fg_status st_json_diagnose(const char *text, size_t n, const char *where, uint64_t base) {
+/* A complete value [a, e) as an empty container of the same length (scalars stay). */
+static void hollow(char *copy, size_t a, size_t e) {
+  if ((copy[a] == '[' || copy[a] == '{') && e >= a + 2) blank(copy, a + 1, e - 1);
+}
+
+/* cJSON builds a node for every value it reads before the error, which for a refused
+ * header of 100 MB would be gigabytes. The parser stopped where cJSON stops, with the
+ * same containers open: so every complete value it passed is kept as an empty container
+ * of the same length, and every child of an open container but the last complete one is
+ * blanked with its comma. cJSON then reads the same structure at the same offsets and
+ * fails at the same byte, holding a few nodes per open container. */
+static void compress(char *copy, const parser *P) {
+  for (size_t k = 0; k < P->depth; k++) {
+    const frame *f = &P->stack[k];
+    if (f->prev_end) {
+      blank(copy, (size_t)f->open + 1, f->prev);
+      hollow(copy, f->prev_val, f->prev_end);
+    }
+    if (f->cur_end) hollow(copy, f->cur_val, f->cur_end);
+  }
+  if (!P->depth && P->root_end) hollow(copy, P->root, P->root_end);
+}
+
+/* The reference check, run only on a text the parser refused (P: its state where it
+ * stopped, NULL when it did not run): UTF-8, the lexer, then cJSON over the lexer's copy.
+ * Returns the first failure, worded for the caller. */
+static fg_status st_json_diagnose(const char *text, size_t n, const char *where, uint64_t base, const parser *P) {
   size_t bad;
   if (!st_utf8_valid((const uint8_t *)text, n, &bad))
     return fg_fail(FG_ERR_HEADER_NOT_UTF8, "%s: invalid UTF-8 at byte %llu (0x%02x)", where,
                    (unsigned long long)(base + bad), (unsigned)(uint8_t)text[bad]);
   if (n >= (size_t)INT32_MAX) return fg_fail(FG_ERR_INVALID_JSON, "%s: JSON text of %zu bytes is too long", where, n);
-  lexer L = {.t = text, .n = n, .where = where, .base = base};
-  cJSON *root = NULL;
-  char *copy = NULL;
-  fg_status s = lex_all(&L);
-  if (s) goto done;
-  copy = malloc(n + 1);
-  if (!copy) {
-    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", where);
-    goto done;
-  }
+  char *copy = malloc(n + 1);
+  if (!copy) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", where);
   memcpy(copy, text, n);
   copy[n] = '\0';
-  for (size_t k = 0; k < L.ntoks; k++) {
-    if (L.toks[k].str) continue;
-    copy[L.toks[k].pos] = '0';
-    memset(copy + L.toks[k].pos + 1, ' ', L.toks[k].len - 1);
-  }
+  lexer L = {.t = text, .copy = copy, .n = n, .where = where, .base = base};
+  cJSON *root = NULL;
+  fg_status s = lex_all(&L);
+  if (s) goto done;
   size_t lead = 0;
   while (lead < n && strchr(" \t\r\n", text[lead])) lead++;
   if (lead == n) {
@@ -314,6 +282,7 @@ static fg_status st_json_diagnose(const char *text, size_t n, const char *where,
                 (unsigned long long)(base + n));
     goto done;
   }
+  if (P) compress(copy, P);
   const char *end = NULL;
   root = cJSON_ParseWithLengthOpts(copy, n, &end, 0);
   if (!root) {
@@ -321,6 +290,8 @@ static fg_status st_json_diagnose(const char *text, size_t n, const char *where,
     s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON at byte %llu", where, (unsigned long long)(base + at));
     goto done;
   }
+  /* a bare number of more than one character is "0" and spaces in the copy: what follows
+   * the "0" in the text reads as trailing characters */
   size_t at = end ? (size_t)(end - copy) : n;
   while (at < n && strchr(" \t\r\n", text[at])) at++;
   if (at != n) {
@@ -328,25 +299,15 @@ static fg_status st_json_diagnose(const char *text, size_t n, const char *where,
                 (unsigned long long)(base + at));
     goto done;
   }
-  size_t cur = 0;
-  if (!annotate(root, L.toks, L.ntoks, &cur, false) || cur != L.ntoks) {
-    s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON (token stream disagrees with the parse tree)", where);
-    goto done;
-  }
   /* accepted here, refused by the parser: only a bug can get here */
   s = fg_fail(FG_ERR_INVALID_JSON, "%s: invalid JSON (the strict parser refused a text cJSON accepts)", where);
 done:
-  for (size_t k = 0; k < L.ntoks; k++) free(L.toks[k].str);
-  free(L.toks);
   cJSON_Delete(root);
   free(copy);
   return s;
 }
 
 /* ---------------------------------------------------------------- parser */
-
-/* cJSON refuses arrays and objects nested deeper than this (CJSON_NESTING_LIMIT). */
-#define ST_DEPTH_LIMIT 1000
 
 /* 1: bytes a string copies as they are (printable ASCII other than quote and backslash). */
 static const uint8_t st_plain[256] = {
@@ -362,15 +323,6 @@ static const uint8_t st_plain[256] = {
 
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-typedef struct parser {
-  const uint8_t *t;
-  size_t n, i;
-  st_node *nodes;
-  size_t nn, cap;
-  size_t nnums;
-  char *o;                   /* next free byte of the string block */
-} parser;
-
 static bool hex4(const uint8_t *p, unsigned *out) {
   unsigned v = 0;
   for (int k = 0; k < 4; k++) {
@@ -382,12 +334,13 @@ static bool hex4(const uint8_t *p, unsigned *out) {
   return true;
 }
 
-/* At an opening quote: decodes into the string block; false on anything the lexer or
- * the UTF-8 check refuses. */
-static bool parse_string(parser *P, const char **str, uint32_t *len) {
+/* At an opening quote: decodes in place (strs + quote + 1; the decoded bytes and their
+ * NUL never outgrow the quoted source); false on anything the lexer or the UTF-8 check
+ * refuses. */
+static bool parse_string(parser *P, uint32_t *len) {
   const uint8_t *t = P->t;
   size_t n = P->n, i = P->i + 1;
-  char *o = P->o, *start = o;
+  char *o = P->strs + i, *start = o;
   for (;;) {
     size_t a = i;
     while (i < n && st_plain[t[i]]) i++;
@@ -436,10 +389,8 @@ static bool parse_string(parser *P, const char **str, uint32_t *len) {
     o += k;
     i += k;
   }
-  *o++ = '\0';
-  *str = start;
-  *len = (uint32_t)(o - 1 - start);
-  P->o = o;
+  *o = '\0';
+  *len = (uint32_t)(o - start);
   P->i = i + 1;
   return true;
 }
@@ -472,9 +423,11 @@ static bool parse_number(parser *P) {
   return true;
 }
 
+/* NULL only when memory runs out: P->max bounds what a valid text can ask for. */
 static st_node *new_node(parser *P) {
   if (P->nn == P->cap) {
-    size_t cap = P->cap * 2;
+    if (P->cap >= P->max) return NULL;
+    size_t cap = P->cap * 2 < P->max ? P->cap * 2 : P->max;
     st_node *p = realloc(P->nodes, cap * sizeof *p);
     if (!p) return NULL;
     P->nodes = p;
@@ -489,52 +442,73 @@ static void skip_ws(parser *P) {
   while (P->i < P->n && is_ws(P->t[P->i])) P->i++;
 }
 
-/* 1 parsed, 0 refused, -1 out of memory. */
+/* A child of the innermost open container starts at P->i (a member at its key). */
+static void child_starts(parser *P) {
+  frame *f = &P->stack[P->depth - 1];
+  f->prev = f->cur;
+  f->prev_val = f->cur_val;
+  f->prev_end = f->cur_end;
+  f->cur = f->cur_val = (uint32_t)P->i;
+  f->cur_end = 0;
+}
+
+/* 1 parsed, 0 refused, -1 out of memory. On 0, P->stack[0..depth) are the containers
+ * open where it stopped. */
 static int parse_all(parser *P) {
-  uint32_t stack[ST_DEPTH_LIMIT];
-  size_t depth = 0;
-  const char *key = NULL;
+  frame *stack = P->stack;
+  bool has_key = false;
   uint32_t key_len = 0, key_pos = 0;
   const uint8_t *t = P->t;
   skip_ws(P);
+  P->root = (uint32_t)P->i;
 value:
+  if (P->depth && !stack[P->depth - 1].obj) child_starts(P);
+  if (P->depth) stack[P->depth - 1].cur_val = (uint32_t)P->i;
   if (P->i >= P->n) return 0;
   {
-    st_node *v = new_node(P);
-    if (!v) return -1;
-    uint32_t self = (uint32_t)(P->nn - 1);
-    if (depth) P->nodes[stack[depth - 1]].len++;
-    v->key = key;
-    v->key_len = key_len;
-    v->key_pos = key_pos;
-    key = NULL;
-    key_len = key_pos = 0;
-    v->pos = (uint32_t)P->i;
+    frame *up = P->depth ? &stack[P->depth - 1] : NULL;
+    if (up && up->node != ST_NONE) P->nodes[up->node].len++;
+    st_node *v = NULL;
+    uint32_t self = ST_NONE;
+    if (!up || up->tree) {
+      if (!(v = new_node(P))) return -1;
+      self = (uint32_t)(P->nn - 1);
+      v->pos = (uint32_t)P->i;
+      if (has_key) {
+        v->key_pos = key_pos;
+        v->key_len = key_len;
+      }
+      v->next = self + 1;
+    }
+    has_key = false;
     uint8_t c = t[P->i];
     switch (c) {
       case '{':
-      case '[':
-        if (depth >= ST_DEPTH_LIMIT) return 0;
-        v->kind = c == '{' ? ST_OBJ : ST_ARR;
+      case '[': {
+        if (P->depth >= ST_DEPTH_LIMIT) return 0;
+        bool obj = c == '{', tree = v && obj && P->depth < P->tree_depth;
+        if (v) {
+          v->kind = obj ? ST_OBJ : ST_ARR;
+          v->tree = tree;
+        }
+        stack[P->depth++] = (frame){.node = self, .obj = obj, .tree = tree, .open = (uint32_t)P->i};
         P->i++;
-        stack[depth++] = self;
         skip_ws(P);
-        if (P->i < P->n && t[P->i] == (c == '{' ? '}' : ']')) {
+        if (P->i < P->n && t[P->i] == (obj ? '}' : ']')) {
           P->i++;
-          depth--;
-          v->next = (uint32_t)P->nn;
+          P->depth--;
           goto after;
         }
-        if (c == '{') goto member;
+        if (obj) goto member;
         goto value;
+      }
       case '"': {
-        const char *s;
         uint32_t len;
-        if (!parse_string(P, &s, &len)) return 0;
-        v = &P->nodes[self];
-        v->kind = ST_STR;
-        v->str = s;
-        v->len = len;
+        if (!parse_string(P, &len)) return 0;
+        if (v) {
+          v->kind = ST_STR;
+          v->len = len;
+        }
         break;
       }
       case 't':
@@ -544,43 +518,51 @@ value:
         size_t wl = c == 'f' ? 5 : 4;
         if (P->n - P->i < wl || memcmp(t + P->i, w, wl) != 0) return 0;
         P->i += wl;
-        v->kind = c == 't' ? ST_TRUE : c == 'f' ? ST_FALSE : ST_NULL;
+        if (v) v->kind = c == 't' ? ST_TRUE : c == 'f' ? ST_FALSE : ST_NULL;
         break;
       }
-      default:
+      default: {
+        size_t a = P->i;
         if (c != '-' && !is_digit((char)c)) return 0;
         if (!parse_number(P)) return 0;
-        v->kind = ST_NUM;
-        v->str = (const char *)t + v->pos;
-        v->len = (uint32_t)(P->i - v->pos);
-        P->nnums++;
+        if (v) {
+          v->kind = ST_NUM;
+          v->len = (uint32_t)(P->i - a);
+        }
         break;
+      }
     }
-    v->next = (uint32_t)P->nn;
   }
 after:
+  if (!P->depth) {
+    P->root_end = (uint32_t)P->i;
+    skip_ws(P);
+    return P->i == P->n;
+  }
+  stack[P->depth - 1].cur_end = (uint32_t)P->i;
   skip_ws(P);
-  if (!depth) return P->i == P->n;
   if (P->i >= P->n) return 0;
   {
-    st_node *top = &P->nodes[stack[depth - 1]];
+    frame *top = &stack[P->depth - 1];
     uint8_t c = t[P->i];
     if (c == ',') {
       P->i++;
       skip_ws(P);
-      if (top->kind == ST_OBJ) goto member;
+      if (top->obj) goto member;
       goto value;
     }
-    if (c != (top->kind == ST_OBJ ? '}' : ']')) return 0;
+    if (c != (top->obj ? '}' : ']')) return 0;
     P->i++;
-    top->next = (uint32_t)P->nn;
-    depth--;
+    if (top->tree) P->nodes[top->node].next = (uint32_t)P->nn;
+    P->depth--;
     goto after;
   }
 member:
+  child_starts(P);
   if (P->i >= P->n || t[P->i] != '"') return 0;
   key_pos = (uint32_t)P->i;
-  if (!parse_string(P, &key, &key_len)) return 0;
+  if (!parse_string(P, &key_len)) return 0;
+  has_key = true;
   skip_ws(P);
   if (P->i >= P->n || t[P->i] != ':') return 0;
   P->i++;
@@ -588,29 +570,42 @@ member:
   goto value;
 }
 
-fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out) {
+fg_status st_json_parse_depth(const char *text, size_t n, const char *where, uint64_t base, int depth,
+                              st_json *out) {
   memset(out, 0, sizeof *out);
-  if (n >= (size_t)INT32_MAX) return st_json_diagnose(text, n, where, base);
-  /* decoded strings never outgrow their quoted source, terminators included */
-  parser P = {.t = (const uint8_t *)text, .n = n, .cap = n / 16 + 16};
+  if (n >= (size_t)INT32_MAX) return st_json_diagnose(text, n, where, base, NULL);
+  /* Every node but the root is an object member, and a member holds at least 4 bytes of
+   * its own when its node is made (key quotes, colon, the value's first byte; 5 once the
+   * comma or brace after it is read): the tape grows towards n / 4 + 2 nodes, never past. */
+  parser P = {.t = (const uint8_t *)text, .n = n, .max = n / 4 + 2, .tree_depth = depth > 0 ? (size_t)depth : 0};
+  P.cap = n / 64 + 16 < P.max ? n / 64 + 16 : P.max;
   P.nodes = malloc(P.cap * sizeof *P.nodes);
-  out->strs = malloc(n + 1);
-  P.o = out->strs;
-  int r = P.nodes && out->strs ? parse_all(&P) : -1;
+  P.strs = malloc(n + 1);
+  P.stack = malloc(ST_DEPTH_LIMIT * sizeof *P.stack);
+  int r = P.nodes && P.strs && P.stack ? parse_all(&P) : -1;
   /* The reference check refuses a bare number of more than one character: cJSON stops
    * after the "0" standing in for it and the rest reads as trailing characters. */
   if (r == 1 && P.nodes[0].kind == ST_NUM && P.nodes[0].len > 1) r = 0;
   if (r == 1) {
+    free(P.stack);
     out->nodes = P.nodes;
     out->nnodes = P.nn;
-    out->nnums = P.nnums;
+    out->text = text;
+    out->strs = P.strs;
     return FG_OK;
   }
   free(P.nodes);
-  free(out->strs);
-  out->strs = NULL;
-  if (r < 0) return fg_fail(FG_ERR_NOMEM, "%s: out of memory parsing JSON", where);
-  return st_json_diagnose(text, n, where, base);
+  free(P.strs);
+  P.nodes = NULL;
+  P.strs = NULL;
+  fg_status s = r < 0 ? fg_fail(FG_ERR_NOMEM, "%s: out of memory parsing JSON", where)
+                      : st_json_diagnose(text, n, where, base, &P);
+  free(P.stack);
+  return s;
+}
+
+fg_status st_json_parse(const char *text, size_t n, const char *where, uint64_t base, st_json *out) {
+  return st_json_parse_depth(text, n, where, base, 2, out);
 }
 
 void st_json_free(st_json *j) {
@@ -620,17 +615,99 @@ void st_json_free(st_json *j) {
   memset(j, 0, sizeof *j);
 }
 
-bool st_num_u64(const st_node *v, uint64_t *out) {
+bool st_num_u64(const st_json *j, const st_node *v, uint64_t *out) {
   if (!v || v->kind != ST_NUM || v->len == 0) return false;
+  const char *s = st_str(j, v);
   uint64_t x = 0;
   for (uint32_t i = 0; i < v->len; i++) {
-    char c = v->str[i];
+    char c = s[i];
     if (!is_digit(c)) return false;
     unsigned d = (unsigned)(c - '0');
     if (x > (UINT64_MAX - d) / 10) return false;
     x = x * 10 + d;
   }
   *out = x;
+  return true;
+}
+
+/* ---------------------------------------------------------------- array elements */
+
+/* The walk reads text the parser accepted, so it needs no checks. */
+static size_t text_ws(const char *t, size_t i) {
+  while (is_ws((uint8_t)t[i])) i++;
+  return i;
+}
+
+/* From an opening quote: the byte after the closing one; *len gets the decoded length. */
+static size_t text_string(const char *t, size_t i, uint32_t *len) {
+  uint32_t k = 0;
+  for (i++; t[i] != '"';) {
+    if (t[i] != '\\') {
+      i++;
+      k++;
+    } else if (t[i + 1] != 'u') {
+      i += 2;
+      k++;
+    } else {
+      unsigned cp = 0;
+      hex4((const uint8_t *)t + i + 2, &cp);
+      i += 6;
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        i += 6; /* the low surrogate */
+        k += 4;
+      } else {
+        k += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+      }
+    }
+  }
+  *len = k;
+  return i + 1;
+}
+
+void st_iter_init(st_iter *it, const st_json *j, const st_node *arr) {
+  it->j = j;
+  it->at = (size_t)arr->pos + 1;
+  it->left = arr->kind == ST_ARR ? arr->len : 0;
+}
+
+bool st_iter_next(st_iter *it, st_node *out) {
+  if (!it->left) return false;
+  const char *t = it->j->text;
+  size_t i = text_ws(t, it->at);
+  if (t[i] == ',') i = text_ws(t, i + 1);
+  memset(out, 0, sizeof *out);
+  out->pos = (uint32_t)i;
+  char c = t[i];
+  if (c == '"') {
+    out->kind = ST_STR;
+    i = text_string(t, i, &out->len);
+  } else if (c == '-' || is_digit(c)) {
+    out->kind = ST_NUM;
+    size_t a = i;
+    while (is_digit(t[i]) || t[i] == '-' || t[i] == '+' || t[i] == '.' || t[i] == 'e' || t[i] == 'E') i++;
+    out->len = (uint32_t)(i - a);
+  } else if (c == 't' || c == 'n') {
+    out->kind = c == 't' ? ST_TRUE : ST_NULL;
+    i += 4;
+  } else if (c == 'f') {
+    out->kind = ST_FALSE;
+    i += 5;
+  } else {
+    out->kind = c == '{' ? ST_OBJ : ST_ARR;
+    int open = 0;
+    do {
+      if (t[i] == '"') {
+        uint32_t skip;
+        i = text_string(t, i, &skip);
+        continue;
+      }
+      if (t[i] == '{' || t[i] == '[') open++;
+      else if (t[i] == '}' || t[i] == ']') open--;
+      i++;
+    } while (open);
+  }
+  it->at = i;
+  it->left--;
   return true;
 }
 

@@ -60,9 +60,9 @@ static fg_name tensor_name_at(const void *file, uint64_t i) {
   return (fg_name){f->tensors[i].name, f->tensors[i].name_len};
 }
 
-static fg_name node_key_at(const void *nodes, uint64_t i) {
-  const st_node *const *n = nodes;
-  return (fg_name){n[i]->key, n[i]->key_len};
+static fg_name meta_key_at(const void *file, uint64_t i) {
+  const fg_st_file *f = file;
+  return (fg_name){f->strs + f->meta[i].key_off, f->meta[i].key_len};
 }
 
 /* ---------------------------------------------------------------- header schema */
@@ -79,87 +79,85 @@ typedef struct st_ctx {
 
 static int shown(size_t n) { return (int)(n > NAME_MAX_SHOWN ? NAME_MAX_SHOWN : n); }
 
+/* The key of a member, for messages. */
+#define KEY(c, v) shown((v)->key_len), st_key((c)->j, (v))
+
 static fg_status parse_metadata(st_ctx *c, const st_node *v, uint64_t at) {
   fg_st_file *f = c->f;
   if (v->kind == ST_NULL) return FG_OK; /* upstream treats null as absent */
-  if (v->kind != ST_OBJ)
+  if (v->kind != ST_OBJ || !v->tree)
     return fg_fail(FG_ERR_METADATA_NOT_STRING, "%s: __metadata__ at byte %llu must be an object of strings", c->src,
                    (unsigned long long)at);
   size_t n = v->len;
   f->has_meta = true;
-  /* keys then values, one block */
-  f->meta_keys = calloc(n ? 2 * n : 1, sizeof(char *));
-  f->meta_vals = f->meta_keys ? f->meta_keys + n : NULL;
-  /* key node per entry and a name table over them, so a hostile header with millions of
-   * keys costs linear time */
-  const st_node **keys = malloc((n ? n : 1) * sizeof *keys);
+  /* a name table over the keys, so a hostile header with millions of keys costs linear
+   * time */
+  f->meta = malloc((n ? n : 1) * sizeof *f->meta);
   fg_name_table set = {0};
-  if (!f->meta_keys || !keys || fg_name_table_reset(&set, n)) {
-    free(keys);
-    return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
-  }
+  if (!f->meta || fg_name_table_reset(&set, n)) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", c->src);
   fg_status s = FG_OK;
   const st_node *e = st_first(v);
   for (size_t k = 0; k < n; k++, e = st_after(c->j, e)) {
     uint64_t kat = c->base + e->key_pos;
-    keys[k] = e;
+    st_meta *m = &f->meta[f->nmeta];
+    m->key_off = e->key_pos + 1;
+    m->key_len = e->key_len;
     int64_t dup;
-    if ((s = fg_name_table_insert(&set, e->key, e->key_len, k, node_key_at, keys, &dup))) break;
+    if ((s = fg_name_table_insert(&set, st_key(c->j, e), e->key_len, f->nmeta, meta_key_at, f, &dup))) break;
     if (dup >= 0) {
-      s = fg_fail(FG_ERR_DUPLICATE, "%s: __metadata__ key '%.*s' repeated at byte %llu", c->src,
-                  shown(e->key_len), e->key, (unsigned long long)kat);
+      s = fg_fail(FG_ERR_DUPLICATE, "%s: __metadata__ key '%.*s' repeated at byte %llu", c->src, KEY(c, e),
+                  (unsigned long long)kat);
       break;
     }
     if (e->kind != ST_STR) {
       s = fg_fail(FG_ERR_METADATA_NOT_STRING, "%s: __metadata__ value of '%.*s' (byte %llu) is not a string",
-                  c->src, shown(e->key_len), e->key, (unsigned long long)kat);
+                  c->src, KEY(c, e), (unsigned long long)kat);
       break;
     }
-    /* A key with an embedded NUL is reachable by index; the lookup is by C string. Both
-     * point into f->strs. */
-    f->meta_keys[f->nmeta] = e->key;
-    f->meta_vals[f->nmeta] = e->str;
+    m->val_off = e->pos + 1;
+    m->val_len = e->len;
     f->nmeta++;
   }
   fg_name_table_free(&set);
-  free(keys);
   return s;
 }
 
 static fg_status parse_u64_pair(st_ctx *c, const st_node *v, const st_node *name, uint64_t out[2]) {
   if (v->kind != ST_ARR || v->len != 2)
     return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s': data_offsets must be an array of 2 integers", c->src,
-                   shown(name->key_len), name->key);
-  const st_node *e = st_first(v);
-  for (int i = 0; i < 2; i++, e = st_after(c->j, e)) {
-    if (!st_num_u64(e, &out[i]))
+                   KEY(c, name));
+  st_iter it;
+  st_node e;
+  st_iter_init(&it, c->j, v);
+  for (int i = 0; i < 2 && st_iter_next(&it, &e); i++) {
+    if (!st_num_u64(c->j, &e, &out[i]))
       return fg_fail(FG_ERR_INVALID_JSON,
                      "%s: tensor '%.*s': data_offsets[%d] is not an integer in [0, 2^64) (byte %llu)", c->src,
-                     shown(name->key_len), name->key, i,
-                     (unsigned long long)(c->base + (e->kind == ST_NUM || e->kind == ST_STR ? e->pos : 0)));
+                     KEY(c, name), i,
+                     (unsigned long long)(c->base + (e.kind == ST_NUM || e.kind == ST_STR ? e.pos : 0)));
   }
   return FG_OK;
 }
 
 static fg_status parse_shape(st_ctx *c, const st_node *v, const st_node *name, fg_st_tensor *t) {
   if (v->kind != ST_ARR)
-    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape must be an array of integers", c->src,
-                   shown(name->key_len), name->key);
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape must be an array of integers", c->src, KEY(c, name));
   size_t n = v->len;
   if (n > INT32_MAX)
-    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': %zu dims", c->src, shown(name->key_len), name->key, n);
-  /* each dim is a number node of its own, and f->dims has room for every number node */
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': %zu dims", c->src, KEY(c, name), n);
+  /* f->dims has room for every shape array's elements (counted before) */
   uint64_t *shape = c->f->dims + c->ndims;
-  const st_node *e = st_first(v);
-  for (size_t i = 0; i < n; i++, e = st_after(c->j, e)) {
-    if (e->kind != ST_NUM || c->ndims + i >= c->dims_cap || !st_num_u64(e, &shape[i])) {
-      if (e->kind == ST_NUM || e->kind == ST_STR) /* a string shows as nothing, as it always has */
+  st_iter it;
+  st_node e;
+  st_iter_init(&it, c->j, v);
+  for (size_t i = 0; st_iter_next(&it, &e); i++) {
+    if (e.kind != ST_NUM || c->ndims + i >= c->dims_cap || !st_num_u64(c->j, &e, &shape[i])) {
+      if (e.kind == ST_NUM || e.kind == ST_STR) /* a string shows as nothing, as it always has */
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "%s: tensor '%.*s': shape[%zu] at byte %llu is %.*s, expected an integer in [0, 2^64)",
-                       c->src, shown(name->key_len), name->key, i, (unsigned long long)(c->base + e->pos),
-                       e->kind == ST_NUM ? (int)(e->len > 40 ? 40 : e->len) : 0, e->str);
-      return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape[%zu] is not an integer", c->src,
-                     shown(name->key_len), name->key, i);
+                       c->src, KEY(c, name), i, (unsigned long long)(c->base + e.pos),
+                       e.kind == ST_NUM ? (int)(e.len > 40 ? 40 : e.len) : 0, c->j->text + e.pos);
+      return fg_fail(FG_ERR_BAD_SHAPE, "%s: tensor '%.*s': shape[%zu] is not an integer", c->src, KEY(c, name), i);
     }
   }
   c->ndims += n;
@@ -170,41 +168,45 @@ static fg_status parse_shape(st_ctx *c, const st_node *v, const st_node *name, f
 
 static fg_status parse_dtype(st_ctx *c, const st_node *d, const st_node *name, fg_st_tensor *t) {
   const st_node *p = c->last_dtype;
-  if (p && p->len == d->len && memcmp(p->str, d->str, d->len) == 0) {
+  const char *tag = st_str(c->j, d);
+  if (p && p->len == d->len && memcmp(st_str(c->j, p), tag, d->len) == 0) {
     t->dtype = c->last;
     return FG_OK;
   }
-  if (fg_dtype_from_st_tag(d->str, d->len, &t->dtype) != FG_OK)
-    return fg_fail(FG_ERR_BAD_DTYPE, "%s: tensor '%.*s': unknown dtype '%.*s' at byte %llu", c->src,
-                   shown(name->key_len), name->key, shown(d->len), d->str, (unsigned long long)(c->base + d->pos));
+  if (fg_dtype_from_st_tag(tag, d->len, &t->dtype) != FG_OK)
+    return fg_fail(FG_ERR_BAD_DTYPE, "%s: tensor '%.*s': unknown dtype '%.*s' at byte %llu", c->src, KEY(c, name),
+                   shown(d->len), tag, (unsigned long long)(c->base + d->pos));
   c->last_dtype = d;
   c->last = t->dtype;
   return FG_OK;
 }
 
+static bool is_key(const st_json *j, const st_node *e, const char *k, size_t n) {
+  return e->key_len == n && memcmp(st_key(j, e), k, n) == 0;
+}
+
 static fg_status parse_tensor(st_ctx *c, const st_node *v, fg_st_tensor *t) {
   const st_node *name = v;
   uint64_t at = c->base + name->key_pos;
-  if (v->kind != ST_OBJ)
+  if (v->kind != ST_OBJ || !v->tree)
     return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s' (byte %llu): expected an object with dtype, shape, "
-                   "data_offsets", c->src, shown(name->key_len), name->key, (unsigned long long)at);
+                   "data_offsets", c->src, KEY(c, name), (unsigned long long)at);
   bool have_dtype = false, have_shape = false, have_offsets = false;
   const st_node *e = st_first(v);
   for (size_t k = 0; k < v->len; k++, e = st_after(c->j, e)) {
     bool *seen = NULL;
-    if (e->key_len == 5 && !memcmp(e->key, "dtype", 5)) seen = &have_dtype;
-    else if (e->key_len == 5 && !memcmp(e->key, "shape", 5)) seen = &have_shape;
-    else if (e->key_len == 12 && !memcmp(e->key, "data_offsets", 12)) seen = &have_offsets;
+    if (is_key(c->j, e, "dtype", 5)) seen = &have_dtype;
+    else if (is_key(c->j, e, "shape", 5)) seen = &have_shape;
+    else if (is_key(c->j, e, "data_offsets", 12)) seen = &have_offsets;
     else continue; /* upstream ignores unknown fields */
     if (*seen)
-      return fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%.*s': field '%s' repeated at byte %llu", c->src,
-                     shown(name->key_len), name->key, e->key, (unsigned long long)(c->base + e->key_pos));
+      return fg_fail(FG_ERR_DUPLICATE, "%s: tensor '%.*s': field '%s' repeated at byte %llu", c->src, KEY(c, name),
+                     st_key(c->j, e), (unsigned long long)(c->base + e->key_pos));
     *seen = true;
     fg_status s;
     if (seen == &have_dtype) {
       if (e->kind != ST_STR)
-        return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s': dtype is not a string", c->src,
-                       shown(name->key_len), name->key);
+        return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s': dtype is not a string", c->src, KEY(c, name));
       if ((s = parse_dtype(c, e, name, t))) return s;
     } else if (seen == &have_shape) {
       if ((s = parse_shape(c, e, name, t))) return s;
@@ -217,8 +219,8 @@ static fg_status parse_tensor(st_ctx *c, const st_node *v, fg_st_tensor *t) {
   }
   const char *missing = !have_dtype ? "dtype" : !have_shape ? "shape" : !have_offsets ? "data_offsets" : NULL;
   if (missing)
-    return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s' (byte %llu): missing field '%s'", c->src,
-                   shown(name->key_len), name->key, (unsigned long long)at, missing);
+    return fg_fail(FG_ERR_INVALID_JSON, "%s: tensor '%.*s' (byte %llu): missing field '%s'", c->src, KEY(c, name),
+                   (unsigned long long)at, missing);
   return FG_OK;
 }
 
@@ -227,14 +229,14 @@ static fg_status add_tensor(st_ctx *c, const st_node *v) {
   fg_st_file *f = c->f;
   fg_st_tensor *t = &f->tensors[f->n];
   memset(t, 0, sizeof *t);
-  t->name = v->key;
+  t->name = st_key(c->j, v);
   t->name_len = v->key_len;
   int64_t dup;
-  fg_status s = fg_name_table_insert(&f->names, v->key, v->key_len, f->n, tensor_name_at, f, &dup);
+  fg_status s = fg_name_table_insert(&f->names, t->name, t->name_len, f->n, tensor_name_at, f, &dup);
   if (s) return s;
   if (dup >= 0)
-    return fg_fail(FG_ERR_DUPLICATE, "%s: tensor name '%.*s' repeated at byte %llu", c->src,
-                   shown(v->key_len), v->key, (unsigned long long)(c->base + v->key_pos));
+    return fg_fail(FG_ERR_DUPLICATE, "%s: tensor name '%.*s' repeated at byte %llu", c->src, KEY(c, v),
+                   (unsigned long long)(c->base + v->key_pos));
   f->n++;
   return parse_tensor(c, v, t);
 }
@@ -276,19 +278,26 @@ static fg_status parse_header(fg_st_file *f, const uint8_t *hdr, uint64_t n, uin
   size_t count = root->len;
   /* names and metadata point into the decoded strings, which the file keeps */
   f->strs = j.strs;
-  j.strs = NULL;
+  /* room for the elements of every array under a "shape" key, so that a header of numbers
+   * elsewhere costs no dims */
+  const st_node *e = st_first(root);
+  for (size_t k = 0; k < count; k++, e = st_after(&j, e)) {
+    if (e->kind != ST_OBJ || !e->tree) continue;
+    const st_node *g = st_first(e);
+    for (size_t q = 0; q < e->len; q++, g = st_after(&j, g))
+      if (g->kind == ST_ARR && is_key(&j, g, "shape", 5)) c.dims_cap += g->len;
+  }
   f->tensors = malloc((count ? count : 1) * sizeof *f->tensors);
   fg_status ts = fg_name_table_reset(&f->names, count);
-  c.dims_cap = j.nnums;
   f->dims = malloc((c.dims_cap ? c.dims_cap : 1) * sizeof *f->dims);
   if (!f->tensors || ts || !f->dims) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory for %zu tensors", f->source, count);
     goto done;
   }
   bool meta_seen = false;
-  const st_node *e = st_first(root);
+  e = st_first(root);
   for (size_t k = 0; k < count; k++, e = st_after(&j, e)) {
-    if (e->key_len == 12 && !memcmp(e->key, "__metadata__", 12)) {
+    if (is_key(&j, e, "__metadata__", 12)) {
       if (meta_seen) {
         s = fg_fail(FG_ERR_DUPLICATE, "%s: duplicate field '__metadata__' at byte %llu", f->source,
                     (unsigned long long)(8 + e->key_pos));
@@ -334,6 +343,7 @@ static fg_status parse_header(fg_st_file *f, const uint8_t *hdr, uint64_t n, uin
   }
   *buffer_end = start;
 done:
+  if (f->strs == j.strs) j.strs = NULL; /* the file keeps them (fg_st_close frees them) */
   st_json_free(&j);
   return s;
 }
@@ -344,7 +354,7 @@ void fg_st_close(fg_st_file *f) {
   if (!f) return;
   free(f->strs);
   free(f->dims);
-  free(f->meta_keys); /* the values share its block */
+  free(f->meta);
   free(f->tensors);
   free(f->by_offset);
   fg_name_table_free(&f->names);
@@ -379,19 +389,30 @@ static fg_status check_prefix(const char *src, const uint8_t *b, uint64_t avail,
   return FG_OK;
 }
 
+/* The JSON header is parsed from a copy taken with fg_mapping_copy: a file truncated under
+ * the parse is then a status, and the JSON parser never has to be abandoned half-way (it
+ * allocates as it goes). Nothing parsed points into the header text. */
 static fg_status st_from_mapping(fg_mapping *m, const char *src, fg_st_file **out) {
   const uint8_t *b = fg_mapping_data(m);
   uint64_t len = fg_mapping_size(m);
+  uint8_t prefix[8] = {0};
   uint64_t n = 0;
-  fg_status s = check_prefix(src, b, len, &n);
-  if (s) return s;
+  fg_status s = fg_mapping_copy(m, prefix, 0, len < 8 ? len : 8);
+  if (s || (s = check_prefix(src, prefix, len, &n))) return s;
   if (8 + n > len)
     return fg_fail(FG_ERR_INVALID_HEADER_LENGTH, "%s: header length %llu runs past the end (%llu bytes, need %llu)",
                    src, (unsigned long long)n, (unsigned long long)len, (unsigned long long)(8 + n));
+  uint8_t *hdr = malloc(n ? (size_t)n : 1);
+  if (!hdr) return fg_fail(FG_ERR_NOMEM, "%s: out of memory for a %llu-byte header", src, (unsigned long long)n);
   fg_st_file *f = NULL;
-  if ((s = st_new(src, &f))) return s;
+  if ((s = fg_mapping_copy(m, hdr, 8, n)) || (s = st_new(src, &f))) {
+    free(hdr);
+    return s;
+  }
   uint64_t end = 0;
-  if ((s = parse_header(f, b + 8, n, &end))) {
+  s = parse_header(f, hdr, n, &end);
+  free(hdr);
+  if (s) {
     fg_st_close(f);
     return s;
   }
@@ -584,16 +605,26 @@ bool fg_st_has_metadata(const fg_st_file *f) { return f && f->has_meta; }
 size_t fg_st_metadata_count(const fg_st_file *f) { return f ? f->nmeta : 0; }
 
 bool fg_st_metadata_at(const fg_st_file *f, size_t i, const char **key, const char **value) {
+  return fg_st_metadata_at_n(f, i, key, NULL, value, NULL);
+}
+
+bool fg_st_metadata_at_n(const fg_st_file *f, size_t i, const char **key, size_t *key_len, const char **value,
+                         size_t *value_len) {
   if (!f || i >= f->nmeta) return false;
-  if (key) *key = f->meta_keys[i];
-  if (value) *value = f->meta_vals[i];
+  const st_meta *m = &f->meta[i];
+  if (key) *key = f->strs + m->key_off;
+  if (key_len) *key_len = m->key_len;
+  if (value) *value = f->strs + m->val_off;
+  if (value_len) *value_len = m->val_len;
   return true;
 }
 
+/* By the whole key: "a" does not find a key "a\0b". */
 const char *fg_st_metadata_get(const fg_st_file *f, const char *key) {
   if (!f || !key) return NULL;
+  size_t n = strlen(key);
   for (size_t i = 0; i < f->nmeta; i++)
-    if (strcmp(f->meta_keys[i], key) == 0) return f->meta_vals[i];
+    if (f->meta[i].key_len == n && memcmp(f->strs + f->meta[i].key_off, key, n) == 0) return f->strs + f->meta[i].val_off;
   return NULL;
 }
 

@@ -50,6 +50,43 @@ fg_status fg_st_slice_shape(const fg_st_tensor *t, const fg_st_range *ranges, in
   return FG_OK;
 }
 
+/* The copy itself, once everything is checked: contiguous runs out of the mapping. */
+typedef struct slice_job {
+  const fg_st_tensor *t;
+  const fg_st_range *r;
+  int nr;
+  const uint64_t *stride;
+  uint64_t *idx;
+  unsigned bits;
+  uint64_t base;             /* bytes into the tensor added to every run's start */
+  uint64_t run_bytes;
+  uint8_t *o;
+} slice_job;
+
+static fg_status copy_runs(void *user) {
+  slice_job *j = user;
+  for (;;) {
+    uint64_t first = 0;
+    for (int i = 0; i < j->nr; i++) first += j->idx[i] * j->stride[i];
+    memcpy(j->o, j->t->data + j->base + first * j->bits / 8, (size_t)j->run_bytes);
+    j->o += j->run_bytes;
+    int k = j->nr - 2;
+    while (k >= 0 && ++j->idx[k] == j->r[k].stop) {
+      j->idx[k] = j->r[k].start;
+      k--;
+    }
+    if (k < 0) return FG_OK;
+  }
+}
+
+/* Runs the copy under a guard: the file may have been truncated since it was parsed, and a
+ * page it no longer backs must be a status, not SIGBUS. The tensor does not know its
+ * mapping, so the guard catches SIGBUS at any address. */
+static fg_status guarded(const fg_st_tensor *t, slice_job *j) {
+  fg_status s = fg_mapping_access(NULL, copy_runs, j);
+  return s ? fg_fail_prefix(s, "tensor '%.200s': ", t->name) : FG_OK;
+}
+
 fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *r, int nr, void *dst, uint64_t dst_size) {
   uint64_t nbytes;
   fg_status s = fg_st_slice_shape(t, r, nr, NULL, &nbytes);
@@ -66,8 +103,9 @@ fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *r, int nr, 
     uint64_t first = nr ? r[0].start * p.inner : 0;
     if (first * p.bits % 8)
       return fg_fail(FG_ERR_MISALIGNED_SLICE, "tensor '%.200s': the slice starts inside a byte", t->name);
-    memcpy(o, t->data + first * p.bits / 8, (size_t)nbytes);
-    return FG_OK;
+    uint64_t zero = 0, at = 0; /* one run: the loop ends after it */
+    slice_job j = {t, NULL, 1, &zero, &at, p.bits, first * p.bits / 8, nbytes, o};
+    return guarded(t, &j);
   }
   /* strides in elements of the ranged axes */
   uint64_t stride[64];
@@ -88,17 +126,6 @@ fg_status fg_st_slice_copy(const fg_st_tensor *t, const fg_st_range *r, int nr, 
   for (int i = 0; i + 1 < nr; i++) aligned = aligned && stride[i] * p.bits % 8 == 0;
   if (!aligned)
     return fg_fail(FG_ERR_MISALIGNED_SLICE, "tensor '%.200s': a contiguous run starts inside a byte", t->name);
-  for (;;) {
-    first = 0;
-    for (int i = 0; i < nr; i++) first += idx[i] * stride[i];
-    memcpy(o, t->data + first * p.bits / 8, (size_t)(run_bits / 8));
-    o += run_bits / 8;
-    int k = nr - 2;
-    while (k >= 0 && ++idx[k] == r[k].stop) {
-      idx[k] = r[k].start;
-      k--;
-    }
-    if (k < 0) break;
-  }
-  return FG_OK;
+  slice_job j = {t, r, nr, stride, idx, p.bits, 0, run_bits / 8, o};
+  return guarded(t, &j);
 }

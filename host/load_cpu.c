@@ -2,18 +2,29 @@
  * populated unless FG_LOAD_FLAG_LAZY); copied, converted and dequantized tensors are produced in
  * chunks, with every thread, while the next chunks are read ahead.
  *
- * Every chunk is read from the mapping after populating it (MADV_POPULATE_READ: a truncated
- * file is a status, not SIGBUS), and pages only read from are released from the process
- * afterwards. Before that, the chunk's pages that are not in the page cache are read in
- * exactly, with pread through the loader's own descriptor: faulting cold pages in through
- * the mapping would let the kernel's mmap readahead pull in rejected neighbours. Process
- * memory beyond the output is about one chunk of file pages plus a bounce buffer. */
+ * Pages of a chunk that are not in the page cache are read in exactly, with pread through
+ * the loader's own descriptor (kernel readahead off): faulting cold pages in through the
+ * mapping would let the kernel's mmap readahead pull in rejected neighbours. Cached pages
+ * are taken through the mapping (MADV_RANDOM on it: a fault never starts readahead), since
+ * a pread over a page that the parsers' header faults marked for readahead would start a
+ * read of a whole window past it. A file truncated under the load is a status, never
+ * SIGBUS: borrowed pages are populated with MADV_POPULATE_READ, and the mapping is read
+ * only under its guard (forgia/mapping.h), one piece per OpenMP thread (a guard cannot
+ * leave a parallel region, so each thread guards its own piece). Copied tensors are
+ * copied straight into their output; converted ones (f32/f16/bf16) are converted element
+ * by element straight from the mapping, with the elem/ functions the CPU backend's loops
+ * call (the same bits as fg_convert, whose threads could not be guarded); dequantized ones
+ * are copied into a bounce buffer that the decoder reads. Pages only read from are released
+ * from the process afterwards. Process memory beyond the output is about one chunk of file
+ * pages plus a bounce buffer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "forgia/elem/bytes.h"
+#include "forgia/elem/half.h"
 #include "forgia/quant.h"
 #include "host/load_internal.h"
 
@@ -74,18 +85,52 @@ static fg_status populate_parallel(fg_load_ctx *c, const fg_ckpt_tensor *t, uint
   return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
 }
 
-/* Converts n elements src -> dst on the CPU device, through f32 for f16 <-> bf16 (no
- * direct pair). The device API is the only way to the backend's threaded loops. */
-static fg_status convert(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n,
-                         float *tmp) {
-  if (fg_load_is_half(dt) && fg_load_is_half(st)) {
-    fg_status s = fg_convert(dev, tmp, FG_F32, src, st, n, NULL);
-    return s ? s : fg_convert(dev, dst, dt, tmp, FG_F32, n, NULL);
-  }
-  return fg_convert(dev, dst, dt, src, st, n, NULL);
+/* Converts n elements between f32, f16 and bf16 (f16 <-> bf16 through f32, as fg_convert
+ * does), src possibly unaligned. One thread, no OpenMP: it runs under a mapping guard. */
+typedef struct cvt_job {
+  uint8_t *dst;
+  fg_dtype dt;
+  const uint8_t *src;
+  fg_dtype st;
+  size_t n;
+} cvt_job;
+
+static inline float load_float(fg_dtype st, const uint8_t *p) {
+  if (st == FG_F16) return fg_f16_to_f32(fg_ld_le16(p));
+  if (st == FG_BF16) return fg_bf16_to_f32(fg_ld_le16(p));
+  float v;
+  memcpy(&v, p, 4);
+  return v;
 }
 
-#define FG_CPU_TMP_ELEMS (FG_CPU_CHUNK / 2) /* f32 staging for f16 <-> bf16: 32 MiB */
+#define FG_CVT_LOOP(ST, SSZ, STORE)                                                             \
+  for (size_t i = 0; i < j->n; i++) {                                                          \
+    float v = load_float(ST, j->src + (SSZ) * i);                                               \
+    STORE;                                                                                      \
+  }
+
+static fg_status cvt_fn(void *user) {
+  const cvt_job *j = user;
+  const size_t ssz = j->st == FG_F32 ? 4 : 2;
+  if (j->dt == FG_F32) {
+    float *d = (float *)(void *)j->dst;
+    if (j->st == FG_F16) FG_CVT_LOOP(FG_F16, 2, d[i] = v)
+    else FG_CVT_LOOP(FG_BF16, 2, d[i] = v)
+  } else {
+    uint16_t *d = (uint16_t *)(void *)j->dst;
+    bool f16 = j->dt == FG_F16;
+    if (j->st == FG_F32) {
+      if (f16) FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_f16(v))
+      else FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_bf16(v))
+    } else if (f16) {
+      FG_CVT_LOOP(FG_BF16, 2, d[i] = fg_f32_to_f16(v))
+    } else {
+      FG_CVT_LOOP(FG_F16, 2, d[i] = fg_f32_to_bf16(v))
+    }
+  }
+  (void)ssz;
+  return FG_OK;
+}
 
 /* Stored bytes worked on at a time for an item: a whole number of elements or rows. */
 static uint64_t chunk_step(const fg_load_item *it, uint64_t *unit_out) {
@@ -94,8 +139,6 @@ static uint64_t chunk_step(const fg_load_item *it, uint64_t *unit_out) {
   uint64_t step = FG_CPU_CHUNK, unit = 1;
   if (it->how == FG_HOW_CONVERT) {
     unit = tr->block_bytes;
-    if (fg_load_is_half(it->out->dtype) && fg_load_is_half(t->dtype) && step / unit > FG_CPU_TMP_ELEMS)
-      step = FG_CPU_TMP_ELEMS * unit;
   } else if (it->how == FG_HOW_DEQUANT) {
     unit = fg_load_row(t) / tr->block_elems * tr->block_bytes; /* one row */
   }
@@ -106,12 +149,29 @@ static uint64_t chunk_step(const fg_load_item *it, uint64_t *unit_out) {
 }
 
 typedef struct cpu_work {
-  float *tmp;              /* f16 <-> bf16 through f32 */
-  uint8_t *bounce;         /* where cache_exactly's preads land (the bytes are not used) */
+  uint8_t *bounce;         /* a chunk's stored bytes to dequantize; elsewhere, where the preads
+                              that only bring pages into the cache land (bytes not used) */
   size_t bounce_bytes;
   unsigned char *vec;      /* mincore output for one chunk */
   size_t vec_len;
 } cpu_work;
+
+/* mincore of the mapping's pages under t's bytes [off, off+len) into w->vec; *lo_out is the
+ * address of the first page. A failing mincore reads as "nothing cached". */
+static fg_status residency(cpu_work *w, const fg_ckpt_tensor *t, uint64_t off, uint64_t len, uintptr_t *lo_out) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)t->data + off) & ~(uintptr_t)(page - 1), hi = (uintptr_t)t->data + off + len;
+  size_t pages = (size_t)((hi - lo + page - 1) / page);
+  if (pages > w->vec_len) {
+    unsigned char *v = realloc(w->vec, pages);
+    if (!v) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
+    w->vec = v;
+    w->vec_len = pages;
+  }
+  if (mincore((void *)lo, hi - lo, w->vec) != 0) memset(w->vec, 0, pages);
+  *lo_out = lo;
+  return FG_OK;
+}
 
 /* Brings t's bytes [off, off+len) into the page cache exactly: mincore finds the pages that
  * are not cached yet, and each run of them is read with pread through the loader's own
@@ -122,15 +182,10 @@ static fg_status cache_exactly(const fg_load_ctx *c, cpu_work *w, const fg_ckpt_
                                uint64_t len) {
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
   const uint8_t *p = t->data + off;
-  uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page - 1), hi = (uintptr_t)p + len;
-  size_t pages = (size_t)((hi - lo + page - 1) / page);
-  if (pages > w->vec_len) {
-    unsigned char *v = realloc(w->vec, pages);
-    if (!v) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
-    w->vec = v;
-    w->vec_len = pages;
-  }
-  if (mincore((void *)lo, hi - lo, w->vec) != 0) memset(w->vec, 0, pages);
+  uintptr_t lo = 0;
+  fg_status s = residency(w, t, off, len, &lo);
+  if (s) return s;
+  size_t pages = (size_t)(((uintptr_t)p + len - lo + page - 1) / page);
   for (size_t i = 0; i < pages;) {
     if (w->vec[i] & 1) {
       i++;
@@ -142,54 +197,118 @@ static fg_status cache_exactly(const fg_load_ctx *c, cpu_work *w, const fg_ckpt_
     uint64_t a = (uint64_t)(lo + i * page) > (uint64_t)(uintptr_t)p ? (uint64_t)(lo + i * page - (uintptr_t)p) : 0;
     uint64_t b = (uint64_t)(lo + j * page - (uintptr_t)p);
     if (b > len) b = len;
-    fg_status s = fg_load_io_read(c->io, t, off + a, w->bounce, (size_t)(b - a), c->threads);
-    if (s) return s;
+    if ((s = fg_load_io_read(c->io, t, off + a, w->bounce, (size_t)(b - a), c->threads))) return s;
     i = j;
   }
   return FG_OK;
 }
 
+#define FG_CPU_READ_PIECE ((uint64_t)1 << 20) /* per thread when reading a chunk */
+
+/* One piece [a, b) of a chunk read into target + a: runs of uncached pages with pread, runs
+ * of cached ones with a guarded copy from the mapping. */
+static fg_status read_piece(const fg_load_ctx *c, const cpu_work *w, const fg_ckpt_tensor *t, uint64_t off,
+                            uintptr_t lo, uint64_t a, uint64_t b, uint8_t *target) {
+  const fg_load_file *f = &c->io->files[t->file];
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t base = (uintptr_t)t->data + off;
+  while (a < b) {
+    size_t pg = (size_t)((base + a - lo) / page);
+    bool cached = w->vec[pg] & 1;
+    uint64_t e = a;
+    while (e < b) {
+      size_t q = (size_t)((base + e - lo) / page);
+      if ((bool)(w->vec[q] & 1) != cached) break;
+      uint64_t next = (uint64_t)(lo + (q + 1) * page - base);
+      e = next < b ? next : b;
+    }
+    fg_status s;
+    if (!cached) {
+      s = fg_load_io_read(c->io, t, off + a, target + a, (size_t)(e - a), 1);
+    } else if ((s = fg_mapping_copy(f->map, target + a, t->offset + off + a, e - a))) {
+      fg_status id = fg_load_io_check(c->io, t, off + a); /* the loader's own words when it can tell */
+      if (id) return id;
+      const char *mp = fg_mapping_path(f->map), *m = fg_last_error();
+      size_t n = strlen(mp);
+      char msg[768];
+      snprintf(msg, sizeof msg, "%s", strncmp(m, mp, n) == 0 && m[n] == ':' && m[n + 1] == ' ' ? m + n + 2 : m);
+      return fg_fail(s, "%s: tensor %s at offset %llu: %s", f->path, t->name, (unsigned long long)(t->offset + off + a),
+                     msg);
+    }
+    if (s) return s;
+    a = e;
+  }
+  return FG_OK;
+}
+
+/* Reads t's bytes [off, off+len) into target, every byte once, with every thread. */
+static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t, uint64_t off, uint64_t len,
+                            uint8_t *target) {
+  uintptr_t lo = 0;
+  fg_status s = residency(w, t, off, len, &lo);
+  if (s) return s;
+  int64_t pieces = (int64_t)((len + FG_CPU_READ_PIECE - 1) / FG_CPU_READ_PIECE);
+  int threads = c->threads < pieces ? c->threads : (int)pieces;
+  err_slot e = {FG_OK, UINT64_MAX, ""};
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int64_t p = 0; p < pieces; p++) {
+    uint64_t a = (uint64_t)p * FG_CPU_READ_PIECE, b = len - a < FG_CPU_READ_PIECE ? len : a + FG_CPU_READ_PIECE;
+    fg_status ps = read_piece(c, w, t, off, lo, a, b, target);
+    if (ps) {
+#pragma omp critical(fg_load_cpu_err)
+      if (a < e.at) {
+        e.st = ps;
+        e.at = a;
+        snprintf(e.msg, sizeof e.msg, "%s", fg_last_error());
+      }
+    }
+  }
+  return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
+}
+
+/* Converts or dequantizes t's stored bytes [off, off+len), read into w->bounce, into the
+ * output. */
+static fg_status produce(fg_load_ctx *c, const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len,
+                         uint64_t unit) {
+  const fg_ckpt_tensor *t = it->src;
+  fg_model_tensor *mt = it->out;
+  uint8_t *dst = mt->data;
+  if (it->how == FG_HOW_CONVERT) {
+    uint64_t first = off / unit, n = len / unit;
+    uint64_t out_elem = mt->nbytes / (t->numel ? t->numel : 1);
+    uint64_t per = fg_dtype_info(t->dtype)->block_elems;
+    return convert(c->dev, dst + first * per * out_elem, mt->dtype, w->bounce, t->dtype, (size_t)(n * per), w->tmp);
+  }
+  const uint64_t row = fg_load_row(t);
+  uint64_t first_row = off / unit, rows = len / unit;
+  float *out = (float *)(void *)dst + first_row * row;
+  if (fg_quant_can_decode(t->dtype))
+    return fg_quant_decode_rows(t->dtype, w->bounce, (size_t)len, out, (int64_t)rows, (int64_t)row);
+  /* the device layer's decoder, for a type the row codecs lack */
+  return fg_convert(c->dev, out, FG_F32, w->bounce, t->dtype, (size_t)(rows * row), NULL);
+}
+
 static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf, cpu_work *w) {
   const fg_ckpt_tensor *t = it->src;
   fg_model_tensor *mt = it->out;
-  const uint8_t *base = t->data;
-  const uint64_t row = fg_load_row(t);
   uint64_t unit, step = chunk_step(it, &unit);
   bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
   for (uint64_t off = 0; off < t->nbytes; off += step) {
     uint64_t len = t->nbytes - off < step ? t->nbytes - off : step;
     prefetch_to(c, pf, c->bytes_done + len + FG_CPU_AHEAD);
     fg_status s = FG_OK;
-    const uint8_t *from = base + off;
-    if (!lazy) {
-      if ((s = fg_load_io_check(c->io, t, off))) return s;
-      if ((s = cache_exactly(c, w, t, off, len))) return s;
-      if ((s = populate_parallel(c, t, off, len))) return s;
+    if (!lazy && (s = fg_load_io_check(c->io, t, off))) return s;
+    if (it->how == FG_HOW_BORROW) {
+      if (!lazy && ((s = cache_exactly(c, w, t, off, len)) || (s = populate_parallel(c, t, off, len)))) return s;
+    } else if (it->how == FG_HOW_COPY) {
+      /* A CPU device's memory is host memory: a copied tensor is read into place. */
+      if ((s = read_chunk(c, w, t, off, len, (uint8_t *)mt->data + off))) return s;
+    } else {
+      if ((s = read_chunk(c, w, t, off, len, w->bounce))) return s;
+      if ((s = produce(c, it, w, off, len, unit)))
+        return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
+                              (unsigned long long)(t->offset + off));
     }
-    uint8_t *dst = mt->data;
-    switch (it->how) {
-    case FG_HOW_BORROW: break;
-    case FG_HOW_COPY: s = fg_device_copy(c->dev, dst + off, from, (size_t)len, FG_COPY_H2D); break;
-    case FG_HOW_CONVERT: {
-      uint64_t first = off / unit, n = len / unit;
-      uint64_t out_elem = mt->nbytes / (t->numel ? t->numel : 1);
-      uint64_t per = fg_dtype_info(t->dtype)->block_elems;
-      s = convert(c->dev, dst + first * per * out_elem, mt->dtype, from, t->dtype, (size_t)(n * per), w->tmp);
-      break;
-    }
-    case FG_HOW_DEQUANT: {
-      uint64_t first_row = off / unit, rows = len / unit;
-      float *out = (float *)(void *)dst + first_row * row;
-      if (fg_quant_can_decode(t->dtype))
-        s = fg_quant_decode_rows(t->dtype, from, (size_t)len, out, (int64_t)rows, (int64_t)row);
-      else /* the device layer's decoder, for a type the row codecs lack */
-        s = fg_convert(c->dev, out, FG_F32, from, t->dtype, (size_t)(rows * row), NULL);
-      break;
-    }
-    }
-    if (s)
-      return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
-                            (unsigned long long)(t->offset + off));
     /* Pages that were only read from are dropped from this process; borrowed ones stay. */
     if (it->how != FG_HOW_BORROW) fg_load_io_evict(c->io, t, off, len);
     c->bytes_done += len;
@@ -206,13 +325,15 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
 fg_status fg_load_run_cpu(fg_load_ctx *c) {
   cpu_work w;
   memset(&w, 0, sizeof w);
-  bool need_tmp = false;
+  bool need_tmp = false, touch = false;
   for (size_t i = 0; i < c->nitems; i++) {
     const fg_load_item *it = &c->items[i];
     if (it->how == FG_HOW_CONVERT && fg_load_is_half(it->out->dtype) && fg_load_is_half(it->src->dtype))
       need_tmp = true;
     uint64_t unit, step = chunk_step(it, &unit);
-    if (!(it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY)) && it->src->nbytes) {
+    bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
+    if (!lazy && it->src->nbytes) touch = true;
+    if (it->how != FG_HOW_COPY && !lazy && it->src->nbytes) {
       uint64_t need = step < it->src->nbytes ? step : it->src->nbytes;
       if (need > w.bounce_bytes) w.bounce_bytes = (size_t)need;
     }
@@ -222,9 +343,8 @@ fg_status fg_load_run_cpu(fg_load_ctx *c) {
     s = fg_fail(FG_ERR_NOMEM, "load: out of memory for a conversion buffer");
   if (!s && w.bounce_bytes && !(w.bounce = malloc(w.bounce_bytes)))
     s = fg_fail(FG_ERR_NOMEM, "load: out of memory for a %zu-byte read buffer", w.bounce_bytes);
-  /* Pages are populated only once they are cached (cache_exactly), so with the readahead
-   * marks ignored a populate never starts a read of its own. */
-  bool touch = w.bounce_bytes > 0;
+  /* Pages are faulted in only once they are cached (cache_exactly, read_chunk), so with the
+   * readahead marks ignored a fault never starts a read of its own. */
   if (touch) fg_load_io_set_random(c->io, true);
   prefetcher pf = {0, 0, 0};
   for (size_t i = 0; i < c->nitems && !s; i++) s = run_item(c, &c->items[i], &pf, &w);

@@ -5,7 +5,7 @@
  *                    replaced under the load
  *   load_ring.c      pinned staging ring (buffers, events, copy stream)
  *   load_staged.c    the pipeline: staging thread -> ring -> copy stream -> convert
- *   load_cpu.c       the CPU target: borrow, or convert/dequantize straight from the mapping
+ *   load_cpu.c       the CPU target: borrow, or read (guarded) and convert/dequantize
  *   load.c           options, filter, plan, the model container and lookup */
 #ifndef FORGIA_HOST_LOAD_INTERNAL_H
 #define FORGIA_HOST_LOAD_INTERNAL_H
@@ -59,8 +59,8 @@ fg_status fg_load_io_read(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_
 void fg_load_io_prefetch(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
 void fg_load_io_evict(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
 /* Faults in the mapping's pages of t's bytes [off, off+len) without copying. A page past
- * the end of the file is FG_ERR_TRUNCATED (never SIGBUS on kernels with
- * MADV_POPULATE_READ; older kernels touch each page after an identity check). */
+ * the end of the file is FG_ERR_TRUNCATED, never SIGBUS (MADV_POPULATE_READ; older kernels
+ * touch each page under the mapping's guard, fg_mapping_access). */
 fg_status fg_load_io_populate(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
 /* Makes faults on the mappings ignore the kernel's readahead state (MADV_RANDOM) or restores
  * it. The parsers' header faults leave readahead marks in the pages after the header; a

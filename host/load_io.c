@@ -178,6 +178,18 @@ void fg_load_io_set_random(const fg_load_io *s, bool random) {
   }
 }
 
+typedef struct touch_job {
+  uintptr_t lo, hi, page;
+} touch_job;
+
+static fg_status touch_fn(void *user) {
+  const touch_job *j = user;
+  volatile uint8_t sink = 0;
+  for (uintptr_t p = j->lo; p < j->hi; p += j->page) sink ^= *(const volatile uint8_t *)p;
+  (void)sink;
+  return FG_OK;
+}
+
 /* -1: not probed, 0: the kernel lacks MADV_POPULATE_READ, 1: it has it. A fact about the
  * running kernel, so one value per process is right. */
 static _Atomic int populate_supported = -1;
@@ -213,11 +225,14 @@ fg_status fg_load_io_populate(const fg_load_io *s, const fg_ckpt_tensor *t, uint
                      (unsigned long long)(t->offset + off), strerror(e));
     }
   }
-  /* Old kernel: touch one byte per page after checking that the file still covers them. */
+  /* Old kernel: touch one byte per page after checking that the file still covers them,
+   * under the mapping's guard: the file may still shrink between the check and a touch.
+   * The caller runs this inside each OpenMP thread's own work, where a guard may jump. */
   fg_status c = fg_load_io_check(s, t, off);
   if (c) return c;
-  volatile uint8_t sink = 0;
-  for (uintptr_t p = lo; p < hi; p += page) sink ^= *(const volatile uint8_t *)p;
-  (void)sink;
-  return FG_OK;
+  touch_job job = {lo, hi, page};
+  fg_status g = fg_mapping_access(f->map, touch_fn, &job);
+  if (!g) return FG_OK;
+  if ((c = fg_load_io_check(s, t, off))) return c;
+  return fg_fail_prefix(g, "tensor %s at offset %llu: ", t->name, (unsigned long long)(t->offset + off));
 }

@@ -1,22 +1,13 @@
 #define _GNU_SOURCE
-#include "forgia/mapping.h"
-
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct fg_mapping {
-  atomic_int refs;
-  const uint8_t *data;
-  size_t size;
-  int kind; /* 0 mmap, 1 owned buffer, 2 borrowed */
-  char *path;
-};
+#include "host/mapping_internal.h"
 
 static fg_status fg_mapping_new(const char *path, fg_mapping **out) {
   fg_mapping *m = calloc(1, sizeof *m);
@@ -58,8 +49,12 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) 
     return s;
   }
   m->size = (size_t)st.st_size;
+  m->from_file = true;
+  m->st_dev = st.st_dev;
+  m->st_ino = st.st_ino;
+  m->mtime = st.st_mtim;
   if (m->size == 0) {
-    m->kind = 1;
+    m->kind = FG_MAP_KIND_OWNED;
   } else if (mode == FG_MAP_MMAP) {
     void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -69,7 +64,7 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) 
       return fg_fail(FG_ERR_IO, "%s: mmap of %zu bytes: %s", path, (size_t)st.st_size, strerror(e));
     }
     m->data = p;
-    m->kind = 0;
+    m->kind = FG_MAP_KIND_MMAP;
   } else {
     uint8_t *buf = malloc(m->size);
     if (!buf) {
@@ -91,7 +86,7 @@ fg_status fg_mapping_open(const char *path, fg_map_mode mode, fg_mapping **out) 
       got += (size_t)r;
     }
     m->data = buf;
-    m->kind = 1;
+    m->kind = FG_MAP_KIND_OWNED;
   }
   close(fd);
   *out = m;
@@ -105,7 +100,7 @@ fg_status fg_mapping_wrap(const void *data, size_t size, fg_mapping **out) {
   if (s) return s;
   m->data = size ? data : NULL;
   m->size = size;
-  m->kind = 2;
+  m->kind = FG_MAP_KIND_BORROWED;
   *out = m;
   return FG_OK;
 }
@@ -117,7 +112,7 @@ fg_status fg_mapping_adopt(void *data, size_t size, const char *name, fg_mapping
   if (s) return s;
   m->data = data;
   m->size = size;
-  m->kind = 1;
+  m->kind = FG_MAP_KIND_OWNED;
   *out = m;
   return FG_OK;
 }
@@ -133,14 +128,14 @@ fg_mapping *fg_mapping_retain(fg_mapping *m) {
 
 void fg_mapping_release(fg_mapping *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
-  if (m->kind == 0 && m->data) munmap((void *)m->data, m->size);
-  if (m->kind == 1) free((void *)m->data);
+  if (m->kind == FG_MAP_KIND_MMAP && m->data) munmap((void *)m->data, m->size);
+  if (m->kind == FG_MAP_KIND_OWNED) free((void *)m->data);
   free(m->path);
   free(m);
 }
 
 static void fg_mapping_advise(const fg_mapping *m, uint64_t off, uint64_t len, int advice) {
-  if (!m || m->kind != 0 || off >= m->size || len == 0) return;
+  if (!m || m->kind != FG_MAP_KIND_MMAP || off >= m->size || len == 0) return;
   if (len > m->size - off) len = m->size - off;
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = ((uintptr_t)m->data + off) & ~(page - 1);
@@ -154,4 +149,19 @@ void fg_mapping_prefetch(const fg_mapping *m, uint64_t off, uint64_t len) {
 
 void fg_mapping_evict(const fg_mapping *m, uint64_t off, uint64_t len) {
   fg_mapping_advise(m, off, len, MADV_DONTNEED);
+}
+
+fg_status fg_mapping_check(const fg_mapping *m) {
+  if (!m || m->kind != FG_MAP_KIND_MMAP || !m->from_file) return FG_OK;
+  struct stat st;
+  /* A path that is gone or names another file now: the mapping still holds the file that
+   * was opened, and nothing here can tell whether that one changed. */
+  if (stat(m->path, &st) != 0 || st.st_ino != m->st_ino || st.st_dev != m->st_dev) return FG_OK;
+  if ((uint64_t)st.st_size < m->size)
+    return fg_fail(FG_ERR_TRUNCATED, "%s: truncated since it was opened: %llu bytes now, %llu then", m->path,
+                   (unsigned long long)st.st_size, (unsigned long long)m->size);
+  if ((uint64_t)st.st_size != m->size || st.st_mtim.tv_sec != m->mtime.tv_sec || st.st_mtim.tv_nsec != m->mtime.tv_nsec)
+    return fg_fail(FG_ERR_IO, "%s: modified since it was opened (%llu bytes then, %llu now, a new modification time)",
+                   m->path, (unsigned long long)m->size, (unsigned long long)st.st_size);
+  return FG_OK;
 }

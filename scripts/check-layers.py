@@ -19,7 +19,7 @@ EXTS = (".c", ".h", ".cu", ".cuh", ".cpp")
 
 # Public headers, by the layer that implements them.
 PUBLIC = {
-    "api.h": "core", "status.h": "core", "dtype.h": "core", "version.h": "core",
+    "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
     "device.h": "device", "topology.h": "device",
     "mapping.h": "host", "load.h": "host",
     "gguf.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
@@ -51,8 +51,8 @@ LEAVES = {"include/forgia/elem/dtype_enum.h"}
 # (core/clock.h); internal headers of lower layers stay private to them.
 PUBLIC_ONLY_FROM = {"tools", "bench", "training"}
 # core and elem depend on nothing but the C library (and CUDA's own headers in elem).
-SYSTEM_OK = re.compile(r"^(assert|ctype|errno|fcntl|float|inttypes|limits|math|pthread|stdarg|stdatomic|stdbool|"
-                       r"stddef|stdint|stdio|stdlib|string|time|unistd|sys/\w+|cuda_fp16|cuda_bf16)\.h$")
+SYSTEM_OK = re.compile(r"^(assert|ctype|dirent|errno|fcntl|float|inttypes|limits|math|pthread|stdarg|stdatomic|stdbool|"
+                       r"signal|stddef|stdint|stdio|stdlib|string|time|unistd|sys/\w+|cuda_fp16|cuda_bf16)\.h$")
 
 
 def layer_of(rel):

@@ -6,7 +6,8 @@
  *      f32 to measure the quantization error against the original weights,
  *   5. print one table: format, dtype, file size, RMSE, load GB/s and its ratio to a limit
  *      measured in the same run (page-cache read on the CPU, pinned H2D on a GPU).
- * Exits 1 when any step fails. */
+ * Exits 1 when any step fails (2 on bad usage or a bad --device, before anything is built);
+ * on SIGINT/SIGTERM removes what this run wrote and exits 130/143. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -21,8 +22,12 @@
 #include "forgia/gguf.h"
 #include "forgia/load.h"
 #include "forgia/safetensors.h"
+#include "util_args.h"
 #include "util_limits.h"
 #include "util_progress.h"
+#include "util_report.h"
+#include "util_scratch.h"
+#include "util_signal.h"
 
 const char fg_cmd_demo_summary[] =
     "synthetic Llama model -> safetensors -> GGUF f16/q8_0/q4_K -> inspect -> load: one table";
@@ -54,9 +59,27 @@ static void usage(FILE *f) {
           fg_cmd_demo_summary);
 }
 
-static int fail(const char *step) {
-  fprintf(stderr, "forgia demo: %s: %s\n", step, fg_last_error());
+/* One line naming the file the step worked on (the library's message usually does). */
+static int fail(const char *path) {
+  fg_cli_report("demo", path);
   return 1;
+}
+
+/* Cancels an export or a load once SIGINT or SIGTERM has come. */
+static bool export_going(const fg_export_progress *p, void *user) {
+  (void)p;
+  (void)user;
+  return !fg_cli_signal_caught();
+}
+static bool load_going(const fg_load_progress *p, void *user) {
+  (void)p;
+  (void)user;
+  return !fg_cli_signal_caught();
+}
+
+/* The files the demo writes (and removes again when interrupted). */
+static bool demo_file(const char *name) {
+  return strncmp(name, "model", 5) == 0 || strcmp(name, "config.json") == 0;
 }
 
 /* splitmix64 + Box-Muller: deterministic weights, independent of the thread count. */
@@ -158,7 +181,7 @@ static int export_to(const char *src_dir, const char *out, const char *dtype) {
   int rc = 1;
   double t0 = fg_clock_seconds();
   if (fg_export_target_parse(dtype, &o.dtype) || fg_ckpt_open(src_dir, &src) ||
-      fg_export_plan_create(src, &o, &plan) || fg_export_run(plan, out, NULL, NULL))
+      fg_export_plan_create(src, &o, &plan) || fg_export_run(plan, out, export_going, NULL))
     goto done;
   uint64_t before, after;
   fg_export_plan_totals(plan, &before, &after);
@@ -215,6 +238,7 @@ static uint64_t path_bytes(const char *path) {
 static int measure(row *r, fg_device *dev, const demo_model *m) {
   fg_load_options o;
   fg_load_options_init(&o);
+  o.progress = load_going;
   double best = 0;
   for (int rep = 0; rep < 2; rep++) {
     fg_model *lm;
@@ -269,64 +293,70 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
   return 0;
 }
 
+static const char synopsis[] = "forgia demo [--dir DIR] [--device D]";
+
+/* Removes what this run wrote (interrupted), reports it and gives the exit status. */
+static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir) {
+  fg_cli_scratch_undo(st, demo_file);
+  fg_cli_scratch_undo(top, demo_file);
+  return fg_cli_interrupted("demo", dir);
+}
+
 int fg_cmd_demo(int argc, char **argv) {
-  const char *dir = "forgia-demo", *devspec = "auto";
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      devspec = argv[++i];
-    } else {
-      fprintf(stderr, "forgia demo: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
+  const char *dir = NULL, *devspec = NULL;
+  const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}};
+  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 2, NULL, NULL, 0};
+  int rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) return rc;
+  if (!dir) dir = "forgia-demo";
+  /* the device first: a bad name must not cost building 300 MB */
+  fg_device *dev = NULL;
+  fg_status ds = fg_device_open(devspec ? devspec : "auto", &dev);
+  if (ds == FG_ERR_INVALID_ARG || ds == FG_ERR_NO_DEVICE) {
+    char problem[512];
+    snprintf(problem, sizeof problem, "%s", fg_last_error());
+    return fg_cli_usage_error(&spec, NULL, "%s", problem);
   }
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return fg_fail(FG_ERR_IO, "%s: mkdir: %s", dir, strerror(errno)), fail("setup");
-  double t0 = fg_clock_seconds();
-  demo_model m;
-  printf("forgia demo: synthetic Llama (vocab %d, hidden %d, ffn %d, %d layers) in %s\n", DEMO_VOCAB, DEMO_HIDDEN,
-         DEMO_FFN, DEMO_LAYERS, dir);
+  if (ds) return fail(NULL);
+  fg_cli_signals_catch();
   char st_dir[1024];
   snprintf(st_dir, sizeof st_dir, "%s/safetensors", dir);
-  if (build_model(&m) || save_safetensors(&m, st_dir)) {
-    free_model(&m);
-    return fail("build safetensors model");
+  fg_cli_scratch top = {0}, sts = {0};
+  demo_model m = {0};
+  row rows[4] = {{.format = "safetensors", .dtype = "f32"}};
+  rc = 1;
+  if (fg_cli_scratch_begin(&top, dir) || fg_cli_scratch_begin(&sts, st_dir)) {
+    fail(NULL);
+    goto out;
+  }
+  double t0 = fg_clock_seconds();
+  printf("forgia demo: synthetic Llama (vocab %d, hidden %d, ffn %d, %d layers) in %s\n", DEMO_VOCAB, DEMO_HIDDEN,
+         DEMO_FFN, DEMO_LAYERS, dir);
+  if (build_model(&m) || (!fg_cli_signal_caught() && save_safetensors(&m, st_dir))) {
+    if (!fg_cli_signal_caught()) fail(st_dir);
+    goto out;
   }
   static const char *const dtypes[] = {"f16", "q8_0", "q4_K"};
   static const fg_dtype dts[] = {FG_F16, FG_Q8_0, FG_Q4_K};
-  row rows[4] = {{.format = "safetensors", .dtype = "f32"}};
   snprintf(rows[0].path, sizeof rows[0].path, "%s", st_dir);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 3 && !fg_cli_signal_caught(); k++) {
     row *r = &rows[k + 1];
     r->format = "gguf";
     r->dtype = dtypes[k];
     snprintf(r->path, sizeof r->path, "%s/model-%s.gguf", dir, dtypes[k]);
-    if (export_to(st_dir, r->path, dtypes[k])) {
-      free_model(&m);
-      return fail("export");
+    if (export_to(st_dir, r->path, dtypes[k]) || inspect(r->path, dts[k], m.n)) {
+      if (!fg_cli_signal_caught()) fail(r->path);
+      goto out;
     }
-    if (inspect(r->path, dts[k], m.n)) {
-      free_model(&m);
-      return fail("inspect");
-    }
-  }
-  fg_device *dev;
-  if (fg_device_open(devspec, &dev)) {
-    free_model(&m);
-    return fail("open device");
   }
   const char *limit_name = fg_device_kind_of(dev) == FG_DEVICE_CPU ? "page-cache read" : "pinned H2D";
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 4 && !fg_cli_signal_caught(); k++) {
     if (measure(&rows[k], dev, &m)) {
-      fg_device_close(dev);
-      free_model(&m);
-      return fail("load");
+      if (!fg_cli_signal_caught()) fail(rows[k].path);
+      goto out;
     }
   }
+  if (fg_cli_signal_caught()) goto out;
   printf("\n%-12s %-6s %10s %12s %10s %12s %7s   (device %s; limit: %s, same run)\n", "format", "dtype", "file MB",
          "RMSE", "load GB/s", "limit GB/s", "ratio", fg_device_spec(dev), limit_name);
   for (int k = 0; k < 4; k++) {
@@ -335,7 +365,12 @@ int fg_cmd_demo(int argc, char **argv) {
            r->limit, r->limit > 0 ? r->gbs / r->limit : 0.0);
   }
   printf("\nforgia demo: done in %.1f s, peak RSS %.0f MB\n", fg_clock_seconds() - t0, fg_cli_peak_rss() / 1e6);
+  rc = 0;
+out:
+  if (rc && fg_cli_signal_caught()) rc = interrupted(&top, &sts, dir);
+  fg_cli_scratch_free(&sts);
+  fg_cli_scratch_free(&top);
   fg_device_close(dev);
   free_model(&m);
-  return 0;
+  return rc;
 }

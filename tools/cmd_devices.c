@@ -3,20 +3,19 @@
 #include <string.h>
 
 #include "forgia/forgia.h"
+#include "util_args.h"
+#include "util_report.h"
 
 const char fg_cmd_devices_summary[] = "list CPU packages, NUMA nodes, cores, caches and CUDA devices";
 
+static void usage(FILE *f) { fprintf(f, "usage: forgia devices\n\n%s\n", fg_cmd_devices_summary); }
+
 int fg_cmd_devices(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: forgia devices\n\n%s\n", fg_cmd_devices_summary);
-      return 0;
-    }
-    fprintf(stderr, "forgia devices: unknown argument '%s'\nusage: forgia devices\n", argv[i]);
-    return 2;
-  }
+  const fg_cli_spec spec = {"devices", "forgia devices", usage, NULL, 0, NULL, NULL, 0};
+  int rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) return rc;
   if (fg_topology_print(stdout) != FG_OK) {
-    fprintf(stderr, "forgia devices: %s\n", fg_last_error());
+    fg_cli_report("devices", NULL);
     return 1;
   }
   if (!fg_build_has_cuda()) {
@@ -28,22 +27,22 @@ int fg_cmd_devices(int argc, char **argv) {
     printf("cuda: no CUDA device is present\n");
     return 0;
   }
-  int rc = 0;
   for (int i = 0; i < n; i++) {
-    char spec[16];
-    snprintf(spec, sizeof spec, "cuda:%d", i);
-    fg_device *d;
+    char spec_name[16];
+    snprintf(spec_name, sizeof spec_name, "cuda:%d", i);
+    fg_device *d = NULL;
     fg_device_info info;
-    if (fg_device_open(spec, &d) != FG_OK || fg_device_query(d, &info) != FG_OK) {
-      fprintf(stderr, "forgia devices: %s\n", fg_last_error());
-      rc = 1;
-      continue;
+    if (fg_device_open(spec_name, &d) != FG_OK || fg_device_query(d, &info) != FG_OK) {
+      /* one line per failure: stop at the first rather than print several */
+      fg_cli_report("devices", spec_name);
+      fg_device_close(d);
+      return 1;
     }
     printf("%s: %s, compute capability %d.%d, %d SMs, %.1f GiB (%.1f GiB free), PCI %s, NUMA node %d (%d cores)\n",
-           spec, info.name, info.cc_major, info.cc_minor, info.multiprocessors,
+           spec_name, info.name, info.cc_major, info.cc_minor, info.multiprocessors,
            (double)info.total_mem / (1 << 30), (double)info.free_mem / (1 << 30), info.pci_bus_id, info.numa_node,
            info.numa_cores);
     fg_device_close(d);
   }
-  return rc;
+  return 0;
 }

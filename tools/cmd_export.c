@@ -1,15 +1,18 @@
 /* forgia export: re-emit a GGUF model or a safetensors checkpoint as one GGUF file,
  * optionally transcoding matrix weights (policy in include/forgia/export.h). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "forgia/export.h"
-#include "util_ckpt.h"
+#include "util_args.h"
 #include "util_progress.h"
+#include "util_report.h"
+#include "util_signal.h"
+#include "util_text.h"
 
 const char fg_cmd_export_summary[] = "write a GGUF model (or safetensors checkpoint) as GGUF, transcoding matrix weights";
 
@@ -29,30 +32,26 @@ static void usage(FILE *f) {
           "safetensors config.json values become safetensors.config.* keys.\n");
 }
 
-static volatile sig_atomic_t fg_export_interrupted;
-static void on_signal(int sig) {
-  (void)sig;
-  fg_export_interrupted = 1;
-}
-
 typedef struct run_ctx {
   fg_cli_progress bar;
   size_t last_done;
 } run_ctx;
 
+/* Draws progress and cancels the run (the library removes its temporary file) once SIGINT
+ * or SIGTERM has come. */
 static bool on_progress(const fg_export_progress *p, void *user) {
   run_ctx *c = user;
-  const char *finished = NULL;
-  char detail[96] = "";
+  if (fg_cli_signal_caught()) return false;
+  const char *detail = NULL;
+  char buf[96];
   /* The call after a tensor's last chunk comes with tensors_done advanced past it. */
   if (p->tensors_done != c->last_done) {
     c->last_done = p->tensors_done;
-    finished = p->tensor->name;
-    snprintf(detail, sizeof detail, "%s -> %s", fg_dtype_name(p->tensor->src_dtype),
-             fg_dtype_name(p->tensor->dst_dtype));
+    snprintf(buf, sizeof buf, "%s -> %s", fg_dtype_name(p->tensor->src_dtype), fg_dtype_name(p->tensor->dst_dtype));
+    detail = buf;
   }
-  fg_cli_progress_update(&c->bar, p->tensors_done, p->bytes_done, finished, detail);
-  return !fg_export_interrupted;
+  fg_cli_progress_update(&c->bar, p->tensors_done, p->bytes_done, p->tensor->name, strlen(p->tensor->name), detail);
+  return true;
 }
 
 static void print_shape(char *buf, size_t cap, const fg_export_tensor *t) {
@@ -62,13 +61,22 @@ static void print_shape(char *buf, size_t cap, const fg_export_tensor *t) {
   if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
+/* Columns shown per character, as fg_cli_put_escaped counts them. */
+static size_t shown_width(const char *s) {
+  char buf[1024];
+  fg_cli_escape_into(buf, sizeof buf, s, strlen(s));
+  size_t w = 0;
+  for (const unsigned char *u = (const unsigned char *)buf; *u; u++) w += (*u & 0xC0) != 0x80;
+  return w;
+}
+
 static void print_plan(const fg_export_plan *p) {
   size_t n = fg_export_plan_count(p), wname = 4, wshape = 5;
   char shape[96];
   for (size_t i = 0; i < n; i++) {
     const fg_export_tensor *t = fg_export_plan_tensor(p, i);
     print_shape(shape, sizeof shape, t);
-    if (strlen(t->name) > wname) wname = strlen(t->name);
+    if (shown_width(t->name) > wname) wname = shown_width(t->name);
     if (strlen(shape) > wshape) wshape = strlen(shape);
   }
   printf("%-*s  %-*s  %-18s  %12s -> %-12s  %s\n", (int)wname, "name", (int)wshape, "shape", "dtype", "bytes",
@@ -78,8 +86,9 @@ static void print_plan(const fg_export_plan *p) {
     char dt[40];
     print_shape(shape, sizeof shape, t);
     snprintf(dt, sizeof dt, "%s -> %s", fg_dtype_name(t->src_dtype), fg_dtype_name(t->dst_dtype));
-    printf("%-*s  %-*s  %-18s  %12" PRIu64 " -> %-12" PRIu64 "  %s", (int)wname, t->name, (int)wshape, shape, dt,
-           t->src_bytes, t->dst_bytes, fg_export_action_name(t->action));
+    fg_cli_puts_escaped(stdout, t->name, (int)wname);
+    printf("  %-*s  %-18s  %12" PRIu64 " -> %-12" PRIu64 "  %s", (int)wshape, shape, dt, t->src_bytes, t->dst_bytes,
+           fg_export_action_name(t->action));
     if (t->action == FG_EXPORT_ACTION_COPY) printf(" (%s)", fg_export_why_name(t->why));
     printf("\n");
   }
@@ -97,58 +106,44 @@ static void print_totals(const fg_export_plan *p, const char *verb) {
   printf("\n");
 }
 
-static int bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "forgia export: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n");
-  usage(stderr);
-  return 2;
+static const char synopsis[] = "forgia export --from-gguf IN | --from-safetensors PATH --out OUT [options]";
+
+static int target_error(const fg_cli_spec *spec, const char *flag) {
+  char problem[512];
+  const char *m = fg_last_error();
+  if (strncmp(m, "export: ", 8) == 0) m += 8; /* the command already says export */
+  snprintf(problem, sizeof problem, "%s", m);
+  return fg_cli_usage_error(spec, flag, "%s", problem);
 }
 
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
   const char *chunk = NULL;
   bool dry = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (strcmp(a, "--dry-run") == 0) {
-      dry = true;
-      continue;
-    }
-    static const char *const names[] = {"--from-gguf", "--from-safetensors", "--out", "--dtype",
-                                        "--experts-dtype", "--chunk-mib"};
-    const char **slots[] = {&from_gguf, &from_st, &out, &dtype, &experts, &chunk};
-    int k = -1;
-    const char *val = NULL;
-    for (int j = 0; j < 6 && k < 0; j++) {
-      size_t l = strlen(names[j]);
-      if (strcmp(a, names[j]) == 0) {
-        k = j;
-        if (i + 1 >= argc) return bad_usage("%s needs a value", a);
-        val = argv[++i];
-      } else if (strncmp(a, names[j], l) == 0 && a[l] == '=') {
-        k = j;
-        val = a + l + 1;
-      }
-    }
-    if (k < 0) return bad_usage("unknown argument '%s'", a);
-    *slots[k] = val;
-  }
-  if (!from_gguf == !from_st) return bad_usage("%s", "give exactly one of --from-gguf and --from-safetensors");
-  if (!out && !dry) return bad_usage("%s", "--out is required (or --dry-run)");
+  const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
+                             {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
+                             {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
+                             {"--dry-run", NULL, &dry}};
+  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
+  int rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) return rc;
+  if (!from_gguf == !from_st)
+    return fg_cli_usage_error(&spec, NULL, "give exactly one of --from-gguf and --from-safetensors");
+  if (!out && !dry) return fg_cli_usage_error(&spec, "--out", "missing (or give --dry-run)");
   fg_export_options opt = {0};
-  if (dtype && fg_export_target_parse(dtype, &opt.dtype)) return bad_usage("%s", fg_last_error());
-  if (experts && fg_export_target_parse(experts, &opt.experts)) return bad_usage("%s", fg_last_error());
+  /* the library's message names the bad target and lists the good ones */
+  if (dtype && fg_export_target_parse(dtype, &opt.dtype)) return target_error(&spec, "--dtype");
+  if (experts && fg_export_target_parse(experts, &opt.experts)) return target_error(&spec, "--experts-dtype");
   if (chunk) {
     char *end;
+    errno = 0;
     unsigned long long mib = strtoull(chunk, &end, 10);
-    if (*end || mib == 0 || mib > (1ull << 20)) return bad_usage("--chunk-mib '%s': expected 1..1048576", chunk);
+    if (*end || end == chunk || errno || chunk[0] == '-' || mib == 0 || mib > (1ull << 20))
+      return fg_cli_usage_error(&spec, "--chunk-mib", "'%s': expected 1..1048576", chunk);
     opt.chunk_bytes = (uint64_t)mib << 20;
   }
+  fg_cli_signals_catch();
+  rc = 0;
 
   const char *in = from_gguf ? from_gguf : from_st;
   fg_ckpt *src = NULL;
@@ -159,13 +154,30 @@ int fg_cmd_export(int argc, char **argv) {
     st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not %s (use %s)", in,
                  fg_ckpt_format_name(fg_ckpt_format_of(src)), fg_ckpt_format_name(want),
                  from_gguf ? "--from-safetensors" : "--from-gguf");
-  if (!st) st = fg_export_plan_create(src, &opt, &plan);
   if (st) {
     fg_cli_report("export", in);
     fg_ckpt_close(src);
     return 1;
   }
-  int rc = 0;
+  /* where the output goes is checked before any work: a device, FIFO or directory, or one
+   * of the inputs, is a bad --out (exit 2); a missing or unwritable folder a failure (1) */
+  if (out && (st = fg_export_check_output(src, out)) != FG_OK) {
+    fg_cli_report("export", out);
+    fg_ckpt_close(src);
+    return st == FG_ERR_INVALID_ARG ? 2 : 1;
+  }
+  st = fg_export_plan_create(src, &opt, &plan);
+  if (st || fg_cli_signal_caught()) {
+    if (fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("export", in);
+    } else {
+      fg_cli_report("export", in);
+      rc = 1;
+    }
+    fg_export_plan_free(plan);
+    fg_ckpt_close(src);
+    return rc;
+  }
   if (dry) {
     print_plan(plan);
     print_totals(plan, "plan:");
@@ -173,17 +185,12 @@ int fg_cmd_export(int argc, char **argv) {
     run_ctx ctx = {.last_done = 0};
     uint64_t total;
     fg_export_plan_totals(plan, NULL, &total);
-    fg_cli_progress_init(&ctx.bar, stdout, "tensors", fg_export_plan_count(plan), total);
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    fg_cli_progress_init(&ctx.bar, false, "tensors", fg_export_plan_count(plan), total);
     st = fg_export_run(plan, out, on_progress, &ctx);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     fg_cli_progress_clear(&ctx.bar);
-    if (st) {
-      fflush(stdout);
+    if (st && fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("export", out); /* the library removed its temporary file */
+    } else if (st) {
       fg_cli_report("export", out);
       rc = 1;
     } else {
@@ -192,7 +199,9 @@ int fg_cmd_export(int argc, char **argv) {
       char rin[32], rout[32], rss[32];
       fg_export_plan_totals(plan, &read, NULL);
       print_totals(plan, "wrote");
-      printf("output %s in %.2f s (source %s/s, output %s/s); peak RSS %s\n", out, el,
+      printf("output ");
+      fg_cli_puts_escaped(stdout, out, 0);
+      printf(" in %.2f s (source %s/s, output %s/s); peak RSS %s\n", el,
              fg_cli_human_bytes(el > 0 ? (uint64_t)((double)read / el) : 0, rin, sizeof rin),
              fg_cli_human_bytes(el > 0 ? (uint64_t)((double)total / el) : 0, rout, sizeof rout),
              fg_cli_human_bytes(fg_cli_peak_rss(), rss, sizeof rss));

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "forgia/forgia.h"
-#include "util_ckpt.h"
+#include "util_args.h"
 #include "util_json.h"
+#include "util_report.h"
+#include "util_text.h"
 
 const char fg_cmd_inspect_summary[] = "show the metadata and tensor directory of a GGUF or safetensors checkpoint";
 
@@ -118,6 +120,32 @@ static cJSON *tensor_json(const char *name, size_t name_len, const char *dtype, 
   return o;
 }
 
+static int cmp_spelling(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* JSON spells byte strings apart except invalid UTF-8, every byte of which reads as U+FFFD:
+ * two GGUF keys that differ only there would print as one key twice. Returns the first
+ * spelling shared by two keys (malloc'd), NULL when none is; *nomem on failure. */
+static char *shared_spelling(const fg_gguf_file *f, bool *nomem) {
+  size_t n = fg_gguf_kv_count(f);
+  char **sp = calloc(n ? n : 1, sizeof *sp), *dup = NULL;
+  *nomem = !sp;
+  for (size_t i = 0; sp && i < n && !*nomem; i++) {
+    fg_gguf_str k = fg_gguf_kv_key(f, i);
+    cJSON *q = fg_cli_json_bytes(k.ptr, (size_t)k.len);
+    sp[i] = q ? strdup(q->valuestring) : NULL;
+    *nomem = !sp[i];
+    cJSON_Delete(q);
+  }
+  if (sp && !*nomem) {
+    qsort(sp, n, sizeof *sp, cmp_spelling);
+    for (size_t i = 1; i < n && !dup; i++)
+      if (!strcmp(sp[i - 1], sp[i])) dup = strdup(sp[i]);
+  }
+  for (size_t i = 0; sp && i < n; i++) free(sp[i]);
+  free(sp);
+  return dup;
+}
+
 static cJSON *gguf_json(const fg_gguf_file *f, bool full) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "gguf");
@@ -150,17 +178,26 @@ static cJSON *gguf_json(const fg_gguf_file *f, bool full) {
 static cJSON *st_json(const fg_st_dir *d) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "safetensors");
-  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
   /* shards written together carry the same __metadata__; show the first shard's */
   const fg_st_file *first = fg_st_dir_shard(d, 0);
+  /* by length: keys and values may hold NUL bytes (keys that differ after one are distinct
+   * keys, and JSON spells them apart) */
+  fg_cli_json_obj mo = {0};
   for (size_t i = 0; i < fg_st_metadata_count(first); i++) {
     const char *k, *v;
-    fg_st_metadata_at(first, i, &k, &v);
+    size_t kl, vl;
+    fg_st_metadata_at_n(first, i, &k, &kl, &v, &vl);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "string");
-    cJSON_AddItemToObject(o, "value", fg_cli_json_bytes(v, strlen(v)));
-    cJSON_AddItemToObject(meta, k, o);
+    cJSON_AddItemToObject(o, "value", fg_cli_json_bytes(v, vl));
+    fg_cli_json_obj_add(&mo, k, kl, o);
   }
+  cJSON *meta = fg_cli_json_obj_finish(&mo);
+  if (!meta) {
+    cJSON_Delete(root);
+    return NULL;
+  }
+  cJSON_AddItemToObject(root, "metadata", meta);
   size_t nshards = fg_st_dir_shard_count(d);
   if (nshards > 1) {
     cJSON *sh = cJSON_AddArrayToObject(root, "shards");
@@ -213,9 +250,12 @@ static void print_shape(const uint64_t *s, int ndim) {
   printf("]");
 }
 
+/* A value cut to its first 60 bytes (an escape or a character is never split). */
 static void print_bytes_short(const char *s, size_t n) {
+  char buf[60 * 4 + 1];
   size_t shown = n > 60 ? 60 : n;
-  for (size_t i = 0; i < shown; i++) putchar((unsigned char)s[i] < 0x20 ? ' ' : s[i]);
+  fg_cli_escape_into(buf, sizeof buf, s, shown);
+  fputs(buf, stdout);
   if (shown < n) printf("... (%zu bytes)", n);
 }
 
@@ -228,14 +268,17 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
   char b1[32];
   if (fg_ckpt_gguf(c)) {
     const fg_gguf_file *f = fg_ckpt_gguf(c);
-    printf("%s: GGUF v%u, alignment %u, %llu metadata keys, %zu tensors", path, fg_gguf_version(f),
+    fg_cli_puts_escaped(stdout, path, 0);
+    printf(": GGUF v%u, alignment %u, %llu metadata keys, %zu tensors", fg_gguf_version(f),
            fg_gguf_alignment(f), (unsigned long long)fg_gguf_kv_count(f), nt);
     if (fg_gguf_part_count(f) > 1) printf(", %zu parts", fg_gguf_part_count(f));
     printf("\nmetadata:\n");
     for (uint64_t i = 0; i < fg_gguf_kv_count(f); i++) {
       fg_gguf_str k = fg_gguf_kv_key(f, i);
       fg_gguf_type t = fg_gguf_kv_type(f, i);
-      printf("  %-40.*s %-8s ", (int)k.len, k.ptr, fg_gguf_type_name(t));
+      printf("  ");
+      fg_cli_put_escaped(stdout, k.ptr, (size_t)k.len, 40);
+      printf(" %-8s ", fg_gguf_type_name(t));
       fg_gguf_str sv;
       fg_gguf_array a;
       int64_t iv;
@@ -257,7 +300,9 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
       hist_add(h, &nh, fg_dtype_name(t->dtype), t->nbytes);
       total += t->nbytes;
       if (full) {
-        printf("  %-48s %-8s ", t->name, fg_dtype_name(t->dtype));
+        printf("  ");
+        fg_cli_put_escaped(stdout, t->name, t->name_len, 48);
+        printf(" %-8s ", fg_dtype_name(t->dtype));
         print_shape(t->shape, (int)t->ndim);
         printf("  offset %llu, %llu bytes\n", (unsigned long long)t->offset, (unsigned long long)t->nbytes);
       }
@@ -265,13 +310,16 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
   } else {
     const fg_st_dir *d = fg_ckpt_safetensors(c);
     const fg_st_file *first = fg_st_dir_shard(d, 0);
-    printf("%s: safetensors, %zu tensors", path, nt);
+    fg_cli_puts_escaped(stdout, path, 0);
+    printf(": safetensors, %zu tensors", nt);
     if (fg_st_dir_shard_count(d) > 1) printf(", %zu shards", fg_st_dir_shard_count(d));
     printf("\nmetadata:%s\n", fg_st_metadata_count(first) ? "" : " (none)");
     for (size_t i = 0; i < fg_st_metadata_count(first); i++) {
       const char *k, *v;
       fg_st_metadata_at(first, i, &k, &v);
-      printf("  %-40s ", k);
+      printf("  ");
+      fg_cli_puts_escaped(stdout, k, 40);
+      printf(" ");
       print_bytes_short(v, strlen(v));
       printf("\n");
     }
@@ -283,10 +331,16 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
       hist_add(h, &nh, tag, t->nbytes);
       total += t->nbytes;
       if (full) {
-        printf("  %-48s %-8s ", t->name, tag);
+        printf("  ");
+        fg_cli_put_escaped(stdout, t->name, t->name_len, 48);
+        printf(" %-8s ", tag);
         print_shape(t->shape, t->ndim);
         printf("  offset %llu, %llu bytes", (unsigned long long)t->begin, (unsigned long long)t->nbytes);
-        if (fg_st_dir_shard_count(d) > 1) printf(" (%s)", fg_st_dir_shard_name(d, shard));
+        if (fg_st_dir_shard_count(d) > 1) {
+          printf(" (");
+          fg_cli_puts_escaped(stdout, fg_st_dir_shard_name(d, shard), 0);
+          printf(")");
+        }
         printf("\n");
       }
     }
@@ -303,41 +357,29 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
 int fg_cmd_inspect(int argc, char **argv) {
   const char *path = NULL;
   bool json = false, full = false;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (!strcmp(argv[i], "--full")) {
-      full = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "forgia inspect: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    } else if (!path) {
-      path = argv[i];
-    } else {
-      fprintf(stderr, "forgia inspect: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!path) {
-    usage(stderr);
-    return 2;
-  }
+  const fg_cli_opt opts[] = {{"--json", NULL, &json}, {"--full", NULL, &full}};
+  static const char *const pos_names[] = {"PATH"};
+  const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full]", usage, opts, 2, pos_names, &path, 1};
+  int rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) return rc;
   fg_ckpt *c = NULL;
   if (fg_ckpt_open(path, &c) != FG_OK) {
     fg_cli_report("inspect", path);
     return 1;
   }
-  int rc = 0;
-  if (json) {
-    cJSON *root = fg_ckpt_gguf(c) ? gguf_json(fg_ckpt_gguf(c), full) : st_json(fg_ckpt_safetensors(c));
+  rc = 0;
+  bool nomem = false;
+  char *dup = json && fg_ckpt_gguf(c) ? shared_spelling(fg_ckpt_gguf(c), &nomem) : NULL;
+  if (dup) {
+    fg_cli_fail("inspect", path, "two metadata keys differ only in invalid UTF-8 bytes and would both print as %s in "
+                "JSON (the summary without --json shows them apart)", dup);
+    free(dup);
+    rc = 1;
+  } else if (json) {
+    cJSON *root = nomem ? NULL : fg_ckpt_gguf(c) ? gguf_json(fg_ckpt_gguf(c), full) : st_json(fg_ckpt_safetensors(c));
     char *text = root ? cJSON_Print(root) : NULL;
     if (!text) {
-      fprintf(stderr, "forgia inspect: %s: out of memory building JSON\n", path);
+      fg_cli_fail("inspect", path, "out of memory building JSON");
       rc = 1;
     } else {
       fputs(text, stdout);
@@ -345,10 +387,10 @@ int fg_cmd_inspect(int argc, char **argv) {
     }
     free(text);
     cJSON_Delete(root);
-  } else {
-    rc = summary(path, c, full);
+  } else if (summary(path, c, full) != 0) {
+    fg_cli_fail("inspect", path, "out of memory");
+    rc = 1;
   }
   fg_ckpt_close(c);
-  if (fflush(stdout) != 0) rc = 1;
-  return rc;
+  return rc; /* main checks that stdout took it all */
 }

@@ -10,9 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "util_ckpt.h"
+#include "util_args.h"
 #include "util_limits.h"
+#include "util_progress.h"
+#include "util_report.h"
+#include "util_signal.h"
+#include "util_text.h"
 #include "forgia/forgia.h"
 #include "forgia/load.h"
 
@@ -54,32 +57,27 @@ static bool regex_filter(const fg_load_tensor_info *t, void *user) {
   return regexec((const regex_t *)user, t->name, 0, NULL, 0) == 0;
 }
 
-typedef struct bar {
-  double last;
-  bool shown;
-} bar;
+typedef struct load_bar {
+  fg_cli_progress bar;
+  bool started;
+  bool quiet;
+} load_bar;
 
-static bool show_progress(const fg_load_progress *p, void *user) {
-  bar *b = user;
-  double t = fg_clock_seconds();
-  bool end = p->bytes_done >= p->bytes_total && p->tensors_done >= p->tensors_total;
-  if (!end && t - b->last < 0.1) return true;
-  b->last = t;
-  b->shown = true;
-  double frac = p->bytes_total ? (double)p->bytes_done / (double)p->bytes_total : 1.0;
-  char cells[31];
-  int full = (int)(frac * 30.0);
-  for (int i = 0; i < 30; i++) cells[i] = i < full ? '#' : '.';
-  cells[30] = '\0';
-  fprintf(stderr, "\r[%s] %3.0f%% %llu/%llu tensors %.2f/%.2f GB %.2f GB/s ", cells, frac * 100.0,
-          (unsigned long long)p->tensors_done, (unsigned long long)p->tensors_total, (double)p->bytes_done / 1e9,
-          (double)p->bytes_total / 1e9, p->seconds > 0 ? (double)p->bytes_done / p->seconds / 1e9 : 0.0);
-  fflush(stderr);
+/* Draws progress and cancels the load once SIGINT or SIGTERM has come. */
+static bool on_progress(const fg_load_progress *p, void *user) {
+  load_bar *b = user;
+  if (!b->started) {
+    /* the totals are known at the first call */
+    fg_cli_progress_init(&b->bar, b->quiet, "tensors", p->tensors_total, p->bytes_total);
+    b->started = true;
+  }
+  if (fg_cli_signal_caught()) return false;
+  fg_cli_progress_update(&b->bar, p->tensors_done, p->bytes_done, p->tensor, p->tensor ? strlen(p->tensor) : 0, NULL);
   return true;
 }
 
 static void print_shape(const fg_model_tensor *t) {
-  printf("[");
+  printf(" [");
   for (int d = 0; d < t->ndim; d++) printf("%s%llu", d ? ", " : "", (unsigned long long)t->shape[d]);
   printf("]");
 }
@@ -97,73 +95,38 @@ static int bench_read(const fg_model *m, double *gbs) {
 /* ---- the command ------------------------------------------------------------------------- */
 
 typedef struct args {
-  const char *path, *device, *only, *dtype;
+  const char *path, *device, *only, *dtype, *ring;
   uint32_t ring_count;
   size_t ring_bytes;
   bool bench, list, lazy;
 } args;
 
-static int parse(int argc, char **argv, args *a) {
-  memset(a, 0, sizeof *a);
-  a->device = "auto";
-  a->dtype = "keep";
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    bool more = i + 1 < argc;
-    if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(s, "--device") == 0 && more) {
-      a->device = argv[++i];
-    } else if (strcmp(s, "--only") == 0 && more) {
-      a->only = argv[++i];
-    } else if (strcmp(s, "--dtype") == 0 && more) {
-      a->dtype = argv[++i];
-    } else if (strcmp(s, "--ring") == 0 && more) {
-      const char *v = argv[++i], *comma = strchr(v, ',');
-      char *end;
-      unsigned long n = strtoul(v, &end, 10);
-      if (!comma || end != comma || n == 0 || n > FG_LOAD_RING_MAX_COUNT || parse_size(comma + 1, &a->ring_bytes)) {
-        fprintf(stderr, "forgia load: --ring wants N,SIZE (e.g. 4,16M), got '%s'\n", v);
-        usage(stderr);
-        return 2;
-      }
-      a->ring_count = (uint32_t)n;
-    } else if (strcmp(s, "--bench") == 0) {
-      a->bench = true;
-    } else if (strcmp(s, "--list") == 0) {
-      a->list = true;
-    } else if (strcmp(s, "--lazy") == 0) {
-      a->lazy = true;
-    } else if (s[0] == '-' && s[1] != '\0') {
-      fprintf(stderr, "forgia load: unknown or incomplete option '%s'\n", s);
-      usage(stderr);
-      return 2;
-    } else if (!a->path) {
-      a->path = s;
-    } else {
-      fprintf(stderr, "forgia load: more than one PATH ('%s', '%s')\n", a->path, s);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!a->path) {
-    fprintf(stderr, "forgia load: missing PATH\n");
-    usage(stderr);
-    return 2;
-  }
-  return -1;
+static const char synopsis[] = "forgia load PATH [--device D] [options]";
+
+/* The value of --ring, checked against the loader's bounds here so that a bad one is bad
+ * usage (exit 2) rather than a failed load. */
+static int parse_ring(const fg_cli_spec *spec, args *a) {
+  const char *comma = strchr(a->ring, ',');
+  char *end;
+  errno = 0;
+  unsigned long n = strtoul(a->ring, &end, 10);
+  if (!comma || end != comma || end == a->ring || errno || n == 0 || n > FG_LOAD_RING_MAX_COUNT ||
+      parse_size(comma + 1, &a->ring_bytes) || a->ring_bytes < FG_LOAD_RING_MIN_BYTES ||
+      a->ring_bytes > FG_LOAD_RING_MAX_BYTES)
+    return fg_cli_usage_error(spec, "--ring", "'%s': expected N,SIZE with N in 1..%u and SIZE in 64K..1G (e.g. 4,16M)",
+                              a->ring, FG_LOAD_RING_MAX_COUNT);
+  a->ring_count = (uint32_t)n;
+  return FG_CLI_GO;
 }
 
-static fg_status load_once(const args *a, fg_device *dev, const fg_load_options *o, fg_model **m, bool bar_on) {
-  bar b = {0, false};
+static fg_status load_once(const args *a, fg_device *dev, const fg_load_options *o, fg_model **m, bool quiet) {
+  /* off a terminal a load stays silent: it is over in seconds, and its summary says it all */
+  load_bar b = {.quiet = quiet || !isatty(STDERR_FILENO)};
   fg_load_options oo = *o;
-  if (bar_on) {
-    oo.progress = show_progress;
-    oo.progress_user = &b;
-  }
+  oo.progress = on_progress;
+  oo.progress_user = &b;
   fg_status s = fg_load(a->path, dev, &oo, m);
-  if (b.shown) fprintf(stderr, "\n");
+  if (b.started) fg_cli_progress_clear(&b.bar);
   return s;
 }
 
@@ -198,23 +161,26 @@ static void report(const char *label, const fg_model *m, fg_device *dev, const f
 
 int fg_cmd_load(int argc, char **argv) {
   args a;
-  int rc = parse(argc, argv, &a);
-  if (rc >= 0) return rc;
+  memset(&a, 0, sizeof a);
+  const fg_cli_opt opts[] = {{"--device", &a.device, NULL}, {"--only", &a.only, NULL},  {"--dtype", &a.dtype, NULL},
+                             {"--ring", &a.ring, NULL},     {"--bench", NULL, &a.bench}, {"--list", NULL, &a.list},
+                             {"--lazy", NULL, &a.lazy}};
+  static const char *const pos_names[] = {"PATH"};
+  const fg_cli_spec spec = {"load", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &a.path, 1};
+  int rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) return rc;
+  if (a.ring && (rc = parse_ring(&spec, &a)) != FG_CLI_GO) return rc;
   fg_load_options o;
   fg_load_options_init(&o);
-  if (fg_load_dtype_from_name(a.dtype, &o.dtype) != FG_OK) {
-    fprintf(stderr, "forgia load: %s\n", fg_last_error());
-    usage(stderr);
-    return 2;
-  }
+  if (a.dtype && fg_load_dtype_from_name(a.dtype, &o.dtype) != FG_OK)
+    return fg_cli_usage_error(&spec, "--dtype", "'%s': expected keep, f32, bf16, f16 or dequant", a.dtype);
   regex_t re;
   if (a.only) {
     int e = regcomp(&re, a.only, REG_EXTENDED | REG_NOSUB);
     if (e) {
       char msg[256];
       regerror(e, &re, msg, sizeof msg);
-      fprintf(stderr, "forgia load: --only '%s': %s\n", a.only, msg);
-      return 2;
+      return fg_cli_usage_error(&spec, "--only", "'%s': %s", a.only, msg);
     }
     o.filter = regex_filter;
     o.filter_user = &re;
@@ -226,31 +192,43 @@ int fg_cmd_load(int argc, char **argv) {
   fg_device *dev = NULL;
   fg_model *m = NULL;
   fg_load_ring *ring = NULL;
-  rc = 1;
-  if (fg_device_open(a.device, &dev) != FG_OK) {
-    fprintf(stderr, "forgia load: %s\n", fg_last_error());
-    goto out;
+  fg_status ds = fg_device_open(a.device ? a.device : "auto", &dev);
+  if (ds != FG_OK) {
+    /* a device name that is wrong or names no device here is a usage mistake */
+    if (a.only) regfree(&re);
+    if (ds == FG_ERR_INVALID_ARG || ds == FG_ERR_NO_DEVICE) {
+      char problem[512];
+      snprintf(problem, sizeof problem, "%s", fg_last_error());
+      return fg_cli_usage_error(&spec, NULL, "%s", problem);
+    }
+    fg_cli_report("load", NULL);
+    return 1;
   }
+  fg_cli_signals_catch();
+  rc = 1;
   if (a.bench && fg_device_kind_of(dev) != FG_DEVICE_CPU) {
     /* One ring for both timed loads: pinning is a one-off cost a long-lived caller pays once. */
     if (fg_load_ring_create(dev, a.ring_count ? a.ring_count : FG_LOAD_RING_DEFAULT_COUNT,
                             a.ring_bytes ? a.ring_bytes : FG_LOAD_RING_DEFAULT_BYTES, &ring) != FG_OK) {
-      fprintf(stderr, "forgia load: %s\n", fg_last_error());
+      fg_cli_report("load", NULL);
       goto out;
     }
     o.ring = ring;
   }
-  bool bar_on = isatty(STDERR_FILENO);
-  if (load_once(&a, dev, &o, &m, bar_on) != FG_OK) {
-    fg_cli_report("load", a.path);
+  if (load_once(&a, dev, &o, &m, false) != FG_OK) {
+    if (fg_cli_signal_caught()) rc = fg_cli_interrupted("load", a.path);
+    else fg_cli_report("load", a.path);
     goto out;
   }
-  printf("source: %s (%s, %zu file%s)\n", a.path, fg_model_format(m), fg_model_file_count(m),
-         fg_model_file_count(m) == 1 ? "" : "s");
+  printf("source: ");
+  fg_cli_puts_escaped(stdout, a.path, 0);
+  printf(" (%s, %zu file%s)\n", fg_model_format(m), fg_model_file_count(m), fg_model_file_count(m) == 1 ? "" : "s");
   if (a.list)
     for (size_t i = 0; i < fg_model_count(m); i++) {
       const fg_model_tensor *t = fg_model_at(m, i);
-      printf("  %-48s %-6s ", t->name, fg_dtype_name(t->dtype));
+      printf("  ");
+      fg_cli_puts_escaped(stdout, t->name, 48);
+      printf(" %-6s", fg_dtype_name(t->dtype));
       print_shape(t);
       printf(" %llu bytes%s\n", (unsigned long long)t->nbytes, t->borrowed ? " (borrowed)" : "");
     }
@@ -260,13 +238,18 @@ int fg_cmd_load(int argc, char **argv) {
      * cache, and the load is timed again against it. */
     double read_gbs = 0, memcpy_gbs = 0, h2d_gbs = 0;
     if (bench_read(m, &read_gbs)) {
-      fprintf(stderr, "forgia load: --bench: cannot read the files back: %s\n", strerror(errno));
+      fg_cli_fail("load", a.path, "--bench: cannot read the files back: %s", strerror(errno));
       goto out;
     }
     fg_model_free(m);
     m = NULL;
-    if (load_once(&a, dev, &o, &m, false) != FG_OK) {
-      fg_cli_report("load", a.path);
+    if (fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("load", a.path);
+      goto out;
+    }
+    if (load_once(&a, dev, &o, &m, true) != FG_OK) {
+      if (fg_cli_signal_caught()) rc = fg_cli_interrupted("load", a.path);
+      else fg_cli_report("load", a.path);
       goto out;
     }
     report("warm load", m, dev, &o, a.lazy);
@@ -285,6 +268,10 @@ int fg_cmd_load(int argc, char **argv) {
         h2d_gbs = fg_cli_h2d_gbs(dev);
         printf("bench: pinned H2D %.3f GB/s, ratio %.3f\n", h2d_gbs, h2d_gbs > 0 ? gbs / h2d_gbs : 0.0);
       }
+    }
+    if (fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("load", a.path);
+      goto out;
     }
   }
   rc = 0;

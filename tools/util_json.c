@@ -64,7 +64,11 @@ static char *quote(const char *s, size_t len) {
       i++;
     } else {
       size_t q = utf8_seq(u + i, len - i);
-      if (!q) {
+      if (q == 2 && c == 0xC2 && u[i + 1] <= 0x9F) {
+        /* U+0080..U+009F: C1 controls, which some terminals obey; JSON allows them escaped */
+        k += (size_t)snprintf(o + k, 7, "\\u%04x", u[i + 1]);
+        i += 2;
+      } else if (!q) {
         o[k++] = (char)0xEF;
         o[k++] = (char)0xBF;
         o[k++] = (char)0xBD;

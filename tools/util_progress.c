@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/clock.h"
 #include "util_progress.h"
+#include "util_text.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -31,14 +32,16 @@ uint64_t fg_cli_peak_rss(void) {
   return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
 }
 
-void fg_cli_progress_init(fg_cli_progress *p, FILE *out, const char *unit, uint64_t items_total,
+void fg_cli_progress_init(fg_cli_progress *p, bool quiet, const char *unit, uint64_t items_total,
                           uint64_t bytes_total) {
   memset(p, 0, sizeof *p);
-  p->out = out;
+  p->out = stderr;
+  p->quiet = quiet;
   p->unit = unit ? unit : "items";
-  p->tty = isatty(fileno(out)) == 1;
+  p->tty = isatty(fileno(stderr)) == 1;
   p->t0 = fg_clock_seconds();
-  p->last_draw = -1.0;
+  /* off a terminal the first line comes after a second: a short job prints only its last */
+  p->last_draw = p->tty ? -1.0 : p->t0;
   p->items_total = items_total;
   p->bytes_total = bytes_total;
 }
@@ -52,22 +55,26 @@ void fg_cli_progress_clear(fg_cli_progress *p) {
   p->drawn = false;
 }
 
-void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t bytes_done,
-                            const char *finished, const char *detail) {
+void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t bytes_done, const char *name,
+                            size_t name_len, const char *detail) {
+  if (p->quiet) return;
+  bool last = items_done >= p->items_total;
+  if (last && p->final_done) return;
   double t = fg_clock_seconds(), el = t - p->t0;
+  if (!last && t - p->last_draw < (p->tty ? 0.1 : 1.0)) return;
+  p->last_draw = t;
+  p->final_done = last;
   char done[32], total[32], rate[32];
   fg_cli_human_bytes(bytes_done, done, sizeof done);
   fg_cli_human_bytes(p->bytes_total, total, sizeof total);
   fg_cli_human_bytes(el > 0 ? (uint64_t)((double)bytes_done / el) : 0, rate, sizeof rate);
   if (!p->tty) {
-    if (finished)
-      fprintf(p->out, "[%" PRIu64 "/%" PRIu64 "] %s%s%s (%s of %s, %s/s)\n", items_done, p->items_total,
-              finished, detail ? " " : "", detail ? detail : "", done, total, rate);
+    fprintf(p->out, "[%" PRIu64 "/%" PRIu64 "] ", items_done, p->items_total);
+    fg_cli_put_escaped(p->out, name, name ? name_len : 0, 0);
+    fprintf(p->out, "%s%s (%s of %s, %s/s)\n", detail ? " " : "", detail ? detail : "", done, total, rate);
+    fflush(p->out);
     return;
   }
-  /* Redraw at most 10 times a second, and always for the last item. */
-  if (items_done != p->items_total && t - p->last_draw < 0.1) return;
-  p->last_draw = t;
   const int width = 30;
   double frac = p->bytes_total ? (double)bytes_done / (double)p->bytes_total
                                : p->items_total ? (double)items_done / (double)p->items_total : 1.0;
@@ -76,8 +83,8 @@ void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t by
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
   bar[width] = 0;
-  fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s / %s  %s/s", bar, items_done,
-          p->items_total, p->unit, done, total, rate);
+  fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s / %s  %s/s", bar, items_done, p->items_total,
+          p->unit, done, total, rate);
   fflush(p->out);
   p->drawn = true;
 }

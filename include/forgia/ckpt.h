@@ -11,9 +11,22 @@
  *   - a directory: a Hugging Face folder (model.safetensors.index.json, model.safetensors or
  *     exactly one *.safetensors file; see fg_st_dir_open);
  *   - a regular file starting with "GGUF": GGUF. Part 1 of a split,
- *     NAME-00001-of-0000N.gguf, opens every part as one view (see fg_gguf_open_auto);
+ *     NAME-00001-of-0000N.gguf, opens every part as one view, checked to be one set
+ *     (see fg_gguf_open_auto);
  *   - a regular file named *.index.json: a safetensors index, every shard it names;
  *   - any other regular file: one safetensors file.
+ * A part of a model is never opened as if it were the model. Refused with
+ * FG_ERR_INVALID_ARG and a message naming what to open instead:
+ *   - a GGUF part other than part 1 ("m-00002-of-00003.gguf: part 2 of a 3-part split; open
+ *     m-00001-of-00003.gguf ..."), also when renamed: the split.no / split.count keys
+ *     inside decide, and a renamed part 1 is refused too (its siblings cannot be found);
+ *   - a safetensors shard given alone while an index beside it (any
+ *     *.safetensors.index.json in its folder) lists it in its weight_map, or, when that
+ *     index cannot be read, a file named PREFIX-0000k-of-0000N.safetensors (N > 1) beside
+ *     model.safetensors.index.json or PREFIX.safetensors.index.json: the message names the
+ *     index and the folder, either of which opens every shard. A shard with no index beside
+ *     it cannot be told from a model and opens as one file.
+ * Parsing one part or shard on its own stays possible with fg_gguf_open / fg_st_open.
  * Statuses: a missing path is FG_ERR_NOT_FOUND. A path that is neither a regular file nor a
  * directory (a FIFO, socket or device) is FG_ERR_IO naming it, and so is a split part or a
  * shard that is not a regular file: each is checked with stat(2) before it is opened, so
@@ -28,6 +41,11 @@
  * Lifetime: everything a checkpoint hands out (tensor records, names, shapes, paths, the
  * parsed GGUF file or safetensors folder) is borrowed and valid until fg_ckpt_close. Tensor
  * data may outlive it: hold fg_ckpt_retain_mapping of its file.
+ *
+ * Tensor data is the file's mapping: a file truncated by another program makes a plain read
+ * of it raise SIGBUS. Where that can happen, read with fg_mapping_copy(fg_ckpt_file_at(c,
+ * t->file)->map, dst, t->offset + off, n), which returns FG_ERR_TRUNCATED instead
+ * (forgia/mapping.h); export, the loader and `forgia cat` do.
  *
  * Threads: an opened checkpoint is immutable. Every function here but fg_ckpt_close may be
  * called on the same checkpoint from many threads at once. */

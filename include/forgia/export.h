@@ -24,7 +24,11 @@
  * block type general.quantization_version (UINT32 2) is added if absent, as llama-quantize
  * does. A safetensors source contributes its config.json under "safetensors.config." and
  * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
- * row-major shapes become GGUF ne (reversed).
+ * row-major shapes become GGUF ne (reversed). Keys and strings are copied byte for byte (NUL
+ * bytes included), config.json numbers take the wire type that holds them exactly (integers
+ * up to 2^64-1: INT32, INT64 or UINT64; floats beyond f32's range: FLOAT64); a number no
+ * GGUF type holds (FG_ERR_RANGE) or two members that flatten to one key ({"a":{"b":1},
+ * "a.b":2}: FG_ERR_DUPLICATE) fail the export, naming them (formats/export_meta.c).
  *
  * Thread safety: a plan is immutable once created; its getters may be called from many
  * threads. fg_export_run reads the plan and its checkpoint without changing them and calls
@@ -141,14 +145,38 @@ typedef struct fg_export_progress {
   const fg_export_tensor *tensor;     /* the tensor being written */
 } fg_export_progress;
 
-/* Called after every chunk written and after every tensor (from the calling thread).
- * Returning false cancels the run (FG_ERR_STATE, no output left behind). */
+/* Called after every chunk written (at most options.chunk_bytes of f32 work apart) and after
+ * every tensor, from the calling thread. Returning false cancels the run (FG_ERR_STATE, the
+ * temporary file removed, the destination as it was). */
 typedef bool (*fg_export_progress_fn)(const fg_export_progress *p, void *user);
 
-/* Writes the planned output to out_path (temporary file + rename). One chunk of one
- * tensor is decoded/encoded at a time and source pages are released behind the cursor.
- * On any failure (non-finite values in a tensor to encode, I/O) the destination is left
- * untouched and no temporary file remains. progress may be NULL. */
+/* Whether out_path may receive an export of src, checked without creating anything; call it
+ * right after opening the checkpoint, before planning (fg_export_run calls it again first).
+ *   - out_path must name a file: absent, a regular file (replaced, its mode kept) or a
+ *     symbolic link to one (the file it names is replaced, the link stays). A device (such
+ *     as /dev/null), FIFO, socket, directory or dangling link is FG_ERR_INVALID_ARG.
+ *   - Its directory must exist, be a directory and be writable (FG_ERR_IO otherwise).
+ *   - It must not be an input, compared by identity (st_dev, st_ino) after resolving
+ *     symbolic links: a GGUF file or any split part, a safetensors file, any shard, the
+ *     index file, or the config.json read beside them; and when src was opened from a folder
+ *     (a Hugging Face checkpoint) it must not lie anywhere inside that folder. Either is
+ *     FG_ERR_INVALID_ARG with a message naming out_path and the input.
+ * src may be NULL: then only the first two points are checked. */
+FG_API fg_status fg_export_check_output(const fg_ckpt *src, const char *out_path);
+
+/* Writes the planned output to out_path (temporary file + rename, see
+ * fg_export_check_output for what out_path may be; it is checked before any work). One
+ * chunk of one tensor is decoded/encoded at a time and source pages are released behind
+ * the cursor. On any failure (non-finite values in a tensor to encode, I/O, cancellation)
+ * the destination is left untouched and no temporary file remains. progress may be NULL.
+ *
+ * Cancelling on SIGINT/SIGTERM: forgia installs no signal handler. Install one that sets a
+ * volatile sig_atomic_t flag, return false from progress when it is set (and/or set the
+ * thread's hook, forgia/cancel.h, which every file write asks at least every 64 MiB); the
+ * run returns FG_ERR_STATE within one chunk, its temporary file already removed, and the
+ * program may exit (130/143 by convention). A process killed outright leaves the temporary
+ * file ".<name>.<hash>.fgtmp.<pid>.<n>" beside out_path; the next write to out_path removes
+ * it. */
 FG_API fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
                         fg_export_progress_fn progress, void *user);
 

@@ -152,13 +152,17 @@ FG_API fg_status fg_gguf_open(const char *path, fg_map_mode mode, fg_gguf_file *
 FG_API fg_status fg_gguf_open_bytes(const void *data, size_t len, fg_gguf_file **out);
 /* Parses an existing mapping; the file takes its own reference (the caller keeps theirs). */
 FG_API fg_status fg_gguf_open_mapping(fg_mapping *m, fg_gguf_file **out);
-/* For a path NAME-00001-of-0000N.gguf (5 digits each), maps all N parts and returns one
- * merged view: metadata of part 1, the union of the parts' tensors in part order, each
- * tagged with its part. Every part must carry split.no == its 0-based index (UINT16) and
- * part 1 split.count == N (UINT16) when those keys are present, and split.tensors.count
- * (INT32), when present, must equal the total; mismatches are FG_ERR_RANGE, a missing part
- * FG_ERR_NOT_FOUND, a tensor name in two parts FG_ERR_DUPLICATE. Any other path is opened
- * like fg_gguf_open(path, FG_MAP_MMAP). */
+/* Opens a model by path. For NAME-00001-of-0000N.gguf (5 digits each), maps all N parts
+ * and returns one merged view: metadata of part 1, the union of the parts' tensors in part
+ * order, each tagged with its part. The parts must be one set: each carries every split key
+ * part 1 carries (split.no, split.count: UINT16; split.tensors.count: INT32), split.no ==
+ * its 0-based index, split.count == N and split.tensors.count == the total in every part;
+ * mismatches are FG_ERR_RANGE, a missing part FG_ERR_NOT_FOUND, a tensor name in two parts
+ * FG_ERR_DUPLICATE. Any other path is opened like fg_gguf_open(path, FG_MAP_MMAP), but a
+ * file that is one part of a split it cannot open whole is FG_ERR_INVALID_ARG naming what
+ * to open: a part k > 1 (by its name, or by split.no / split.count > 1 when renamed), or a
+ * part 1 whose name no longer follows the pattern (its siblings cannot be found). Use
+ * fg_gguf_open to parse one part on its own. */
 FG_API fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out);
 /* NULL-safe. Invalidates every pointer handed out unless a mapping was retained. */
 FG_API void fg_gguf_close(fg_gguf_file *f);
@@ -292,7 +296,10 @@ FG_API fg_status fg_gguf_writer_finish_mem(fg_gguf_writer *w, void **out, size_t
  * file beside path; then feed every tensor's bytes in declaration order with write_data
  * (any chunking; a tensor's padding follows its last byte; tensors added with data must be
  * fed too); commit checks that every byte arrived and renames into place. Metadata and
- * tensors are frozen between begin and commit (FG_ERR_STATE). Errors leave no file. */
+ * tensors are frozen between begin and commit (FG_ERR_STATE). Errors leave no file. To
+ * cancel a stream, stop feeding it and free the writer: the temporary file is removed. The
+ * thread's cancel hook (forgia/cancel.h) also stops finish, write_data and commit, at least
+ * every 64 MiB written (FG_ERR_STATE, no file). path may be what fg_st_save accepts. */
 FG_API fg_status fg_gguf_writer_begin(fg_gguf_writer *w, const char *path);
 /* Name of the tensor whose bytes are expected next, NULL when all were written. */
 FG_API const char *fg_gguf_writer_next_tensor(const fg_gguf_writer *w);

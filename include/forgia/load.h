@@ -31,10 +31,12 @@
  *     machine that is a no-op, said once on stderr when FORGIA_VERBOSE=1.
  *   CPU: a tensor kept in its stored dtype is borrowed from the mapping (zero copy; the model
  *     holds the mapping until fg_model_free); its pages are populated during the load
- *     (MADV_POPULATE_READ) unless FG_LOAD_FLAG_LAZY. A converted tensor is converted in parallel
- *     chunks straight from the mapping into memory the model owns; source pages are
- *     populated just before each chunk (which turns truncation into EFAULT, not SIGBUS),
- *     read ahead of it and released (MADV_DONTNEED) behind it.
+ *     (MADV_POPULATE_READ) unless FG_LOAD_FLAG_LAZY. Copied and converted tensors are read in
+ *     chunks, with every thread, into memory the model owns (converted: into a bounce buffer
+ *     the conversion reads): uncached pages with pread, cached ones copied out of the mapping
+ *     under its guard (fg_mapping_copy), so a file truncated at any moment of the load is a
+ *     status, never SIGBUS. Source pages are read ahead of the cursor and released
+ *     (MADV_DONTNEED) behind it.
  *   Both paths: readahead hints (WILLNEED) run 64 MiB (staged: at least twice the ring)
  *     ahead of the cursor over the bytes of selected tensors only, through the loader's own
  *     descriptor on which kernel readahead is off, so rejected tensors are not read. The one

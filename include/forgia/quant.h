@@ -11,7 +11,25 @@
  * - a NaN or Inf in a block encoder's input is refused with FG_ERR_NONFINITE naming the element
  *   index (within the row, and the row for the multi-row form); nothing useful is left in dst.
  *   f32, f16 and bf16 carry NaN and Inf, so their encoders convert them like any value.
- *   Callers add the tensor name with fg_fail_prefix.
+ * - a finite block that the type cannot hold is refused with FG_ERR_RANGE naming the row, the
+ *   block, its elements and its largest value: one whose f16 scale, min or (Q8_1) sum would
+ *   round beyond 65504, which ggml stores as Inf (the block then decodes to NaN), exactly where
+ *   ggml's field overflows; a Q2_K..Q6_K or IQ4 block reaching 2^32 (their fitting searches
+ *   overflow f32 there and can leave a finite but meaningless block; none of these types holds
+ *   more than 2^28); a Q8_K block at FLT_MAX (its f32 scale x 127 overflows). The bound depends
+ *   on the block; for a block of one value x (every element, or x then zeros) the block is
+ *   refused from |x| =
+ *     Q4_0 524160      Q5_0 1048320     Q8_0 8321040      Q3_K 8386560.5   Q6_K 268369936
+ *     Q4_1, Q5_1: 65520 (the min); positive x then zeros 982800 / 2031120
+ *     Q8_1 2047.5 every element (the sum), 65520 x then zeros
+ *     Q2_K 2948400.25 positive, 982800 negative (the min)
+ *     Q4_K, Q5_K: 4127760 negative (the min); positive 57789152..61916404 (Q4_K) and
+ *       125560568..127960568 (Q5_K), where the fitted scale (x/14 or x/15, x/30 or x/31) decides
+ *     IQ4_NL 7403760.5, IQ4_XS 236920336 (x then zeros)
+ *     TQ1_0, TQ2_0, Q2_0: 65520; Q1_0 65520 every element, 8386560 x then zeros
+ *   MXFP4 (an exponent) and NVFP4 (an E4M3 scale that saturates at 448, as ggml's: values
+ *   beyond 2688 clip) take every finite value. When a row has both, the problem that comes
+ *   first in row-major order is reported. Callers add the tensor name with fg_fail_prefix.
  * - a type this build cannot encode/decode gives FG_ERR_UNSUPPORTED.
  * The multi-row forms run OpenMP over rows and give identical bytes for any thread count.
  *

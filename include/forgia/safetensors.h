@@ -100,6 +100,12 @@ FG_API bool fg_st_has_metadata(const fg_st_file *f);
 FG_API size_t fg_st_metadata_count(const fg_st_file *f);
 /* Key and value of entry i (owned by the file, NUL-terminated); false when out of range. */
 FG_API bool fg_st_metadata_at(const fg_st_file *f, size_t i, const char **key, const char **value);
+/* The same with the decoded lengths: keys and values are NUL-terminated but may hold NUL
+ * bytes themselves (JSON's \u0000), so the lengths are what tells "a\0b" from "a". Any
+ * output pointer may be NULL. */
+FG_API bool fg_st_metadata_at_n(const fg_st_file *f, size_t i, const char **key, size_t *key_len,
+                                const char **value, size_t *value_len);
+/* The value under exactly this key (a key holding a NUL byte is reached only by index). */
 FG_API const char *fg_st_metadata_get(const fg_st_file *f, const char *key); /* NULL when absent */
 
 FG_API uint64_t fg_st_header_size(const fg_st_file *f);   /* N */
@@ -145,9 +151,12 @@ FG_API fg_status fg_st_serialized_size(const fg_st_write_tensor *tensors, size_t
 /* Writes one frame at the stream's position (frames may follow one another). */
 FG_API fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, size_t n,
                             const fg_st_kv *meta, size_t nmeta);
-/* Atomic save: writes PATH.tmp.XXXXXX in the same directory, fsyncs, renames over path.
- * A live mapping of the old file stays intact; on failure the temp file is removed and
- * path is untouched. */
+/* Atomic save: writes a temporary file ".<name>.<hash>.fgtmp.<pid>.<n>" in the same
+ * directory, fsyncs, renames over path (a regular file, keeping its mode, or a symbolic
+ * link to one, replacing the file it names; anything else is FG_ERR_INVALID_ARG), fsyncs the
+ * directory. A live mapping of the old file stays intact; on failure or cancellation
+ * (forgia/cancel.h) the temporary file is removed and path is untouched. Temporary files
+ * that killed writers left beside path are removed. */
 FG_API fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t n,
                      const fg_st_kv *meta, size_t nmeta);
 

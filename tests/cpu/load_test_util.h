@@ -36,7 +36,7 @@ struct Tensor {
 
 inline uint64_t fnv1a(const void *p, size_t n) {
   const uint8_t *b = static_cast<const uint8_t *>(p);
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull; // FNV-1a 64 offset basis
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }

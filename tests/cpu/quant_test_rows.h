@@ -82,6 +82,39 @@ inline const std::vector<RowKind> &row_kinds() {
   return v;
 }
 
+// Byte offsets, within a block, of the half-precision fields ggml's encoders store (scales,
+// mins, Q8_1's sum); empty for the types that keep none. A block whose field holds Inf or
+// NaN is one ggml wrote for a finite input that overflowed f16, which forgia refuses.
+inline std::vector<size_t> half_fields(fg_dtype t) {
+  switch (t) {
+    case FG_Q4_0: case FG_Q5_0: case FG_Q8_0: case FG_IQ4_NL: case FG_IQ4_XS: case FG_Q1_0: case FG_Q2_0:
+      return {0};
+    case FG_Q4_1: case FG_Q5_1: case FG_Q8_1: case FG_Q4_K: case FG_Q5_K:
+      return {0, 2};
+    case FG_Q2_K: return {80, 82};
+    case FG_Q3_K: return {108};
+    case FG_Q6_K: return {208};
+    case FG_TQ1_0: return {52};
+    case FG_TQ2_0: return {64};
+    default: return {};
+  }
+}
+
+// Indices of the blocks of q (nblocks blocks of t) whose half fields are not finite.
+inline std::vector<size_t> overflowed_blocks(fg_dtype t, const uint8_t *q, size_t nblocks) {
+  std::vector<size_t> out;
+  const size_t bb = fg_dtype_info(t)->block_bytes;
+  for (size_t b = 0; b < nblocks; b++)
+    for (size_t off : half_fields(t)) {
+      const unsigned h = q[b * bb + off] | (q[b * bb + off + 1] << 8);
+      if ((h & 0x7c00u) == 0x7c00u) {
+        out.push_back(b);
+        break;
+      }
+    }
+  return out;
+}
+
 inline size_t row_bytes(fg_dtype t, int64_t n) {
   uint64_t b = 0;
   fg_dtype_nbytes(t, (uint64_t)n, &b);

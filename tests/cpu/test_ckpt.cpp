@@ -69,6 +69,11 @@ void expect_tensor(const fg_ckpt *c, const fg_ckpt_tensor *t, const Tensor &want
 
 void write_bytes(const std::string &path, const std::string &b) { fgt::write_file(path, b.data(), b.size()); }
 
+void copy_file(const std::string &from, const std::string &to) {
+  std::vector<uint8_t> b = fgt::read_file(from);
+  fgt::write_file(to, b.data(), b.size());
+}
+
 // Writes prefix-0000k-of-0000n.gguf like gguf-split, parts[k] holding its tensors.
 void write_split(const std::string &prefix, const std::vector<std::vector<Tensor>> &parts) {
   int total = 0;
@@ -200,17 +205,95 @@ TEST(Ckpt, SplitGgufOpensEveryPart) {
   fg_mapping_release(m);
   fg_ckpt_close(c);
 
-  // Part 2 alone is one GGUF file.
-  ASSERT_EQ(fg_ckpt_open((prefix + "-00002-of-00003.gguf").c_str(), &c), FG_OK) << fg_last_error();
-  EXPECT_EQ(fg_ckpt_file_count(c), 1u);
-  ASSERT_EQ(fg_ckpt_count(c), 1u);
-  expect_tensor(c, fg_ckpt_tensor_at(c, 0), ts[2], 0);
-  fg_ckpt_close(c);
+  // Part 2 alone is a fraction of the model: refused, naming part 1.
+  std::string p2 = prefix + "-00002-of-00003.gguf";
+  EXPECT_EQ(fg_ckpt_open(p2.c_str(), &c), FG_ERR_INVALID_ARG);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(std::string(fg_last_error()),
+            p2 + ": part 2 of a 3-part split; open " + prefix + "-00001-of-00003.gguf, which opens every part");
 
   // A missing part fails the open.
   ASSERT_EQ(unlink((prefix + "-00003-of-00003.gguf").c_str()), 0);
   EXPECT_EQ(fg_ckpt_open((prefix + "-00001-of-00003.gguf").c_str(), &c), FG_ERR_NOT_FOUND);
   EXPECT_EQ(c, nullptr);
+}
+
+// A part or shard given alone never passes for the model: fg_ckpt_open, and so the loader,
+// refuse it with a message naming what to open; renamed parts are known by their keys.
+TEST(Ckpt, LonePartsAreRefused) {
+  fgt::TempDir dir;
+  std::vector<Tensor> ts = gguf_tensors();
+  std::string prefix = dir.file("m");
+  write_split(prefix, {{ts[0], ts[1]}, {ts[2]}, {ts[3], ts[4]}});
+  std::string r3 = dir.file("copy.gguf");
+  copy_file(prefix + "-00003-of-00003.gguf", r3);
+  fg_device *dev = nullptr;
+  ASSERT_EQ(fg_device_open("cpu", &dev), FG_OK);
+  for (const std::string &p : {prefix + "-00002-of-00003.gguf", r3}) {
+    SCOPED_TRACE(p);
+    fg_ckpt *c = nullptr;
+    EXPECT_EQ(fg_ckpt_open(p.c_str(), &c), FG_ERR_INVALID_ARG);
+    EXPECT_EQ(c, nullptr);
+    std::string e = fg_last_error();
+    EXPECT_EQ(e.rfind(p + ": part ", 0), 0u) << e;
+    EXPECT_NE(e.find("-00001-of-00003.gguf"), std::string::npos) << e;
+    fg_model *m = nullptr;
+    EXPECT_EQ(fg_load(p.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
+    EXPECT_EQ(m, nullptr);
+  }
+
+  // Safetensors: a shard listed by the index beside it.
+  fgt::TempDir hf;
+  std::vector<fg_st_write_tensor> wt;
+  std::vector<Tensor> st = {fgx::make("a.weight", FG_F32, {2, 8}, 1), fgx::make("b.weight", FG_F32, {2, 8}, 2)};
+  for (const Tensor &t : st)
+    wt.push_back({t.name.c_str(), t.dtype, (int)t.shape.size(), t.shape.data(), t.data.data(), (uint64_t)t.data.size()});
+  size_t n = 0;
+  ASSERT_EQ(fg_st_save_sharded(hf.path.c_str(), wt.data(), wt.size(), nullptr, 0, 64, &n), FG_OK);
+  ASSERT_EQ(n, 2u);
+  std::string shard1 = hf.file("model-00001-of-00002.safetensors");
+  fg_ckpt *c = nullptr;
+  EXPECT_EQ(fg_ckpt_open(shard1.c_str(), &c), FG_ERR_INVALID_ARG);
+  EXPECT_EQ(std::string(fg_last_error()), shard1 + ": a shard of the checkpoint indexed by " + hf.file(FG_ST_INDEX_NAME) +
+                                              "; open that index or the folder " + hf.path + ", which opens every shard");
+  fg_model *m = nullptr;
+  EXPECT_EQ(fg_load(shard1.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
+  // The index and the folder open both shards.
+  for (const std::string &p : {hf.path, hf.file(FG_ST_INDEX_NAME)}) {
+    ASSERT_EQ(fg_ckpt_open(p.c_str(), &c), FG_OK) << fg_last_error();
+    EXPECT_EQ(fg_ckpt_count(c), 2u);
+    fg_ckpt_close(c);
+  }
+
+  // Renamed shards, and an index of another name: it is the weight_map that tells.
+  fgt::TempDir renamed;
+  std::string idx = R"({"metadata": {}, "weight_map": {"a.weight": "first.safetensors", "b.weight": "second.safetensors"}})";
+  write_bytes(renamed.file("weights.safetensors.index.json"), idx);
+  copy_file(shard1, renamed.file("first.safetensors"));
+  copy_file(hf.file("model-00002-of-00002.safetensors"), renamed.file("second.safetensors"));
+  copy_file(shard1, renamed.file("unrelated.safetensors"));
+  EXPECT_EQ(fg_ckpt_open(renamed.file("second.safetensors").c_str(), &c), FG_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(fg_last_error()).find("indexed by " + renamed.file("weights.safetensors.index.json")),
+            std::string::npos)
+      << fg_last_error();
+  // a file the index does not list is a model of its own
+  ASSERT_EQ(fg_ckpt_open(renamed.file("unrelated.safetensors").c_str(), &c), FG_OK) << fg_last_error();
+  EXPECT_EQ(fg_ckpt_count(c), 1u);
+  fg_ckpt_close(c);
+
+  // An index that cannot be read still claims the shards named for its set.
+  write_bytes(hf.file(FG_ST_INDEX_NAME), "{not json");
+  EXPECT_EQ(fg_ckpt_open(shard1.c_str(), &c), FG_ERR_INVALID_ARG) << fg_last_error();
+  // A shard with no index beside it cannot be told from a model: it opens.
+  ASSERT_EQ(unlink(hf.file(FG_ST_INDEX_NAME).c_str()), 0);
+  ASSERT_EQ(fg_ckpt_open(shard1.c_str(), &c), FG_OK) << fg_last_error();
+  EXPECT_EQ(fg_ckpt_count(c), 1u);
+  fg_ckpt_close(c);
+  // A FIFO named like an index is skipped without blocking.
+  ASSERT_EQ(mkfifo(hf.file(FG_ST_INDEX_NAME).c_str(), 0600), 0);
+  ASSERT_EQ(fg_ckpt_open(shard1.c_str(), &c), FG_OK) << fg_last_error();
+  fg_ckpt_close(c);
+  fg_device_close(dev);
 }
 
 TEST(Ckpt, SafetensorsFile) {

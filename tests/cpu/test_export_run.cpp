@@ -264,7 +264,8 @@ TEST(ExportSafetensors, ConfigCarriedAndTensorsTranscoded) {
       " \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}, \"nested\": [[1], [2]], \"neg\": -3,\n"
       " \"flags\": [true, false]}\n";
   fgt::write_file(dir.file("config.json"), cfg, std::strlen(cfg));
-  std::string out = dir.file("out.gguf");
+  fgt::TempDir outdir;  // never inside the input folder (refused)
+  std::string out = outdir.file("out.gguf");
   ASSERT_EQ(fgx::export_file(dir.path, false, fgx::opts("q8_0"), out), FG_OK) << fg_last_error();
   Gguf g(out);
   auto type_of = [&](const char *k) {
@@ -353,7 +354,7 @@ TEST_F(ExportRun, CliWritesAndReportsPeakRss) {
   int rc = fgt::run(cli() + " export --from-gguf " + in + " --out " + o + " --dtype q8_0", &out, &err);
   ASSERT_EQ(rc, 0) << err;
   EXPECT_NE(out.find("peak RSS"), std::string::npos) << out;
-  EXPECT_NE(out.find("[7/7]"), std::string::npos) << out;  // plain progress lines off a terminal
+  EXPECT_NE(err.find("[7/7]"), std::string::npos) << err;  // plain progress lines on stderr off a terminal
   std::string lib = dir.file("lib.gguf");
   ASSERT_EQ(fgx::export_file(in, true, fgx::opts("q8_0"), lib), FG_OK);
   EXPECT_TRUE(fgt::read_file(o) == fgt::read_file(lib));
@@ -412,7 +413,8 @@ TEST(ExportSafetensors, ShardedDirectoryIsOneModel) {
   size_t nshards = 0;
   ASSERT_EQ(fg_st_save_sharded(dir.path.c_str(), wt.data(), wt.size(), nullptr, 0, 600, &nshards), FG_OK) << fg_last_error();
   ASSERT_GT(nshards, 1u);
-  std::string out = dir.file("out.gguf");
+  fgt::TempDir outdir;  // never inside the input folder (refused)
+  std::string out = outdir.file("out.gguf");
   ASSERT_EQ(fgx::export_file(dir.path, false, fgx::opts("bf16"), out), FG_OK) << fg_last_error();
   fg_gguf_file *g = nullptr;
   ASSERT_EQ(fg_gguf_open(out.c_str(), FG_MAP_READ, &g), FG_OK);

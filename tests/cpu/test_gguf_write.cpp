@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 #include "gguf_test_util.h"
@@ -33,7 +34,7 @@ std::vector<std::string> list_dir(const std::string &d) {
   std::vector<std::string> names;
   DIR *dir = opendir(d.c_str());
   while (dirent *e = readdir(dir))
-    if (e->d_name[0] != '.') names.push_back(e->d_name);
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);  // temporary files are hidden
   closedir(dir);
   return names;
 }

@@ -68,9 +68,10 @@ TEST(LoadCli, ExitCodes) {
   EXPECT_EQ(1, fgt::run(cli() + dir.file("absent.gguf") + " --device cpu", &out, &err));
   EXPECT_EQ(1, count_lines(err)) << err;
   EXPECT_NE(std::string::npos, err.find("absent.gguf")) << err;
-  EXPECT_EQ(1, fgt::run(cli() + p + " --device cpu --ring 2,1K", &out, &err));
+  // a ring below its minimum and a bad device name are bad usage, refused before any work
+  EXPECT_EQ(2, fgt::run(cli() + p + " --device cpu --ring 2,1K", &out, &err));
   EXPECT_EQ(1, count_lines(err)) << err;
-  EXPECT_EQ(1, fgt::run(cli() + p + " --device nonsense", &out, &err));
+  EXPECT_EQ(2, fgt::run(cli() + p + " --device nonsense", &out, &err));
   EXPECT_EQ(1, count_lines(err)) << err;
 }
 

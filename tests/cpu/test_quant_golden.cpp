@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "forgia/quant.h"
+#include "quant_test_rows.h"
 #include "testutil.h"
 
 namespace {
@@ -257,27 +258,78 @@ class QuantGolden : public ::testing::TestWithParam<GoldenCase> {
   std::vector<std::vector<float>> inputs_;
 };
 
-TEST_P(QuantGolden, EncodeMatchesGgmlBytes) {
-  const GoldenCase &c = GetParam();
-  for (size_t i = 0; i < g_.rows.size(); i++) {
-    const GoldenRow &row = g_.rows[i];
-    std::vector<uint8_t> q(row.q.size(), 0xA5);
-    ASSERT_EQ(fg_quant_encode_rows(c.type, inputs_[i].data(), 1, row.n, q.data(), q.size()), FG_OK)
-        << fg_last_error();
-    EXPECT_EQ(std::memcmp(q.data(), row.q.data(), q.size()), 0)
-        << c.file << " row " << i << " (" << kKindName[row.kind] << ", n=" << row.n << "): "
-        << first_byte_diff(q.data(), row.q.data(), q.size());
-  }
+// "block B (elements F..L)" as the encoder's FG_ERR_RANGE message names block b of a row.
+std::string block_words(size_t b, size_t be) {
+  return "block " + std::to_string(b) + " (elements " + std::to_string(b * be) + ".." + std::to_string(b * be + be - 1) +
+         ")";
 }
 
-// The rows of equal length encoded as one matrix (OpenMP over rows) give the same bytes.
+// Where ggml's bytes hold a non-finite f16 field (a finite input that overflowed it; ggml
+// stores Inf and the block decodes to NaN), forgia refuses the row with FG_ERR_RANGE naming
+// the first such block, and refuses that block on its own; every other block, encoded on its
+// own, is ggml's byte for byte. Returns whether the row was refused.
+bool expect_ggml_bytes(fg_dtype t, const float *x, uint32_t n, const std::vector<uint8_t> &want,
+                       const std::string &what) {
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const size_t be = tr->block_elems, bb = tr->block_bytes, nb = n / be;
+  const std::vector<size_t> over = fgq::overflowed_blocks(t, want.data(), nb);
+  std::vector<uint8_t> q(want.size(), 0xA5);
+  const fg_status s = fg_quant_encode_rows(t, x, 1, n, q.data(), q.size());
+  if (over.empty()) {
+    EXPECT_EQ(s, FG_OK) << what << ": " << fg_last_error();
+    EXPECT_EQ(std::memcmp(q.data(), want.data(), q.size()), 0)
+        << what << ": " << first_byte_diff(q.data(), want.data(), q.size());
+    return false;
+  }
+  EXPECT_EQ(s, FG_ERR_RANGE) << what << ": ggml overflowed block " << over[0];
+  EXPECT_NE(std::string(fg_last_error()).find(block_words(over[0], be)), std::string::npos)
+      << what << ": " << fg_last_error();
+  for (size_t b = 0, k = 0; b < nb; b++) {
+    std::vector<uint8_t> one(bb, 0xA5);
+    const fg_status sb = fg_quant_encode_rows(t, x + b * be, 1, (int64_t)be, one.data(), bb);
+    if (k < over.size() && over[k] == b) {
+      k++;
+      EXPECT_EQ(sb, FG_ERR_RANGE) << what << " block " << b;
+    } else {
+      EXPECT_EQ(sb, FG_OK) << what << " block " << b << ": " << fg_last_error();
+      EXPECT_EQ(std::memcmp(one.data(), want.data() + b * bb, bb), 0)
+          << what << " block " << b << ": " << first_byte_diff(one.data(), want.data() + b * bb, bb);
+    }
+  }
+  return true;
+}
+
+TEST_P(QuantGolden, EncodeMatchesGgmlBytes) {
+  const GoldenCase &c = GetParam();
+  int refused = 0;
+  for (size_t i = 0; i < g_.rows.size(); i++) {
+    const GoldenRow &row = g_.rows[i];
+    refused += expect_ggml_bytes(c.type, inputs_[i].data(), row.n, row.q,
+                                 std::string(c.file) + " row " + std::to_string(i) + " (" + kKindName[row.kind] +
+                                     ", n=" + std::to_string(row.n) + ")");
+  }
+  std::printf("%s: %d of %zu rows hold a block ggml overflowed (refused)\n", c.file, refused, g_.rows.size());
+}
+
+// The rows of equal length encoded as one matrix (OpenMP over rows) give the same bytes; with
+// the rows ggml overflowed among them, the matrix is refused naming the first such row and
+// block.
 TEST_P(QuantGolden, EncodeRowsMatrixMatchesGgmlBytes) {
   const GoldenCase &c = GetParam();
-  std::vector<float> src;
+  const size_t be = fg_dtype_info(c.type)->block_elems, nb = 256 / be;
+  std::vector<float> src, all;
   std::vector<uint8_t> want;
-  int64_t nrows = 0;
+  int64_t nrows = 0, nall = 0;
+  std::string first_over;
   for (size_t i = 0; i < g_.rows.size(); i++) {
     if (g_.rows[i].n != 256) continue;
+    all.insert(all.end(), inputs_[i].begin(), inputs_[i].end());
+    nall++;
+    const std::vector<size_t> over = fgq::overflowed_blocks(c.type, g_.rows[i].q.data(), nb);
+    if (!over.empty()) {
+      if (first_over.empty()) first_over = "row " + std::to_string(nall - 1) + ", " + block_words(over[0], be);
+      continue;
+    }
     src.insert(src.end(), inputs_[i].begin(), inputs_[i].end());
     want.insert(want.end(), g_.rows[i].q.begin(), g_.rows[i].q.end());
     nrows++;
@@ -286,6 +338,10 @@ TEST_P(QuantGolden, EncodeRowsMatrixMatchesGgmlBytes) {
   std::vector<uint8_t> q(want.size(), 0x5A);
   ASSERT_EQ(fg_quant_encode_rows(c.type, src.data(), nrows, 256, q.data(), q.size()), FG_OK) << fg_last_error();
   EXPECT_EQ(std::memcmp(q.data(), want.data(), q.size()), 0) << first_byte_diff(q.data(), want.data(), q.size());
+  if (first_over.empty()) return;
+  std::vector<uint8_t> qa((size_t)nall * fgq::row_bytes(c.type, 256));
+  EXPECT_EQ(fg_quant_encode_rows(c.type, all.data(), nall, 256, qa.data(), qa.size()), FG_ERR_RANGE);
+  EXPECT_NE(std::string(fg_last_error()).find(first_over), std::string::npos) << first_over << ": " << fg_last_error();
 }
 
 TEST_P(QuantGolden, DecodeMatchesGgmlFloats) {

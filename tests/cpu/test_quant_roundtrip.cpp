@@ -66,6 +66,13 @@ TEST(QuantRoundTrip, EveryRowKindDecodesFinite) {
       if (std::string(k.name) == "outlier" && (t == FG_F16 || t == FG_Q4_1 || t == FG_Q5_1 || t == FG_Q8_0 ||
                                                t == FG_Q8_1))
         x[(7 * 7919u) % 1024] = 60000.0f;  // keep fp16 scales finite for the fp16-based types
+      if (t == FG_Q8_1 && std::string(k.name) == "large") {
+        // values of ~1e4: a block's sum field (sum of codes x scale) passes f16's 65504, which
+        // ggml would store as Inf; refused instead
+        std::vector<uint8_t> q(fgq::row_bytes(t, 1024));
+        EXPECT_EQ(fg_quant_encode_row(t, x.data(), 1024, q.data(), q.size()), FG_ERR_RANGE);
+        continue;
+      }
       RoundTrip r = round_trip(t, x);
       for (size_t i = 0; i < r.y.size(); i++)
         ASSERT_TRUE(std::isfinite(r.y[i])) << fg_dtype_name(t) << " " << k.name << " element " << i;

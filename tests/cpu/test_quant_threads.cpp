@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "forgia/quant.h"
 #include "quant_test_rows.h"
@@ -11,17 +13,30 @@
 namespace {
 
 TEST(QuantThreads, SameBytesForAnyThreadCount) {
-  const int64_t nrows = 24, n = 2048;
-  std::vector<float> x;
-  for (int64_t r = 0; r < nrows; r++) {
+  const int64_t rows = 24, n = 2048;
+  std::vector<float> all;
+  for (int64_t r = 0; r < rows; r++) {
     const auto &k = fgq::row_kinds()[(size_t)r % fgq::row_kinds().size()];
     std::vector<float> v = k.make((size_t)n, 100 + (uint64_t)r);
-    x.insert(x.end(), v.begin(), v.end());
+    all.insert(all.end(), v.begin(), v.end());
   }
   const int saved = omp_get_max_threads();
   for (fg_dtype t : fgq::encodable_types()) {
+    // the rows this type holds (a row with a block whose f16 scale overflows is refused)
+    std::vector<float> x;
+    bool some_refused = false;
+    for (int64_t r = 0; r < rows; r++) {
+      std::vector<uint8_t> one(fgq::row_bytes(t, n));
+      const fg_status s = fg_quant_encode_row(t, all.data() + r * n, n, one.data(), one.size());
+      ASSERT_TRUE(s == FG_OK || s == FG_ERR_RANGE) << fg_dtype_name(t) << ": " << fg_last_error();
+      if (s == FG_OK) x.insert(x.end(), all.data() + r * n, all.data() + (r + 1) * n);
+      some_refused |= s != FG_OK;
+    }
+    const int64_t nrows = (int64_t)(x.size() / (size_t)n);
+    ASSERT_GT(nrows, 5) << fg_dtype_name(t);
     const size_t bytes = fgq::row_bytes(t, n) * (size_t)nrows;
     std::vector<uint8_t> q1, y1b;
+    std::string refusal;
     for (int threads : {1, 2, 7}) {
       omp_set_num_threads(threads);
       std::vector<uint8_t> q(bytes, 0xAB);
@@ -34,6 +49,13 @@ TEST(QuantThreads, SameBytesForAnyThreadCount) {
       ASSERT_EQ(0, std::memcmp(qr.data(), q.data() + 5 * qr.size(), qr.size())) << fg_dtype_name(t);
       std::vector<uint8_t> yb(y.size() * 4);
       std::memcpy(yb.data(), y.data(), yb.size());
+      // all rows: the same refusal (the first block in row order) for any thread count
+      if (some_refused) {
+        std::vector<uint8_t> qa(fgq::row_bytes(t, n) * (size_t)rows);
+        ASSERT_EQ(fg_quant_encode_rows(t, all.data(), rows, n, qa.data(), qa.size()), FG_ERR_RANGE);
+        if (refusal.empty()) refusal = fg_last_error();
+        EXPECT_EQ(refusal, fg_last_error()) << fg_dtype_name(t) << " threads " << threads;
+      }
       if (q1.empty()) {
         q1 = q;
         y1b = yb;

@@ -192,7 +192,7 @@ TEST(SafetensorsSave, AtomicOverLiveMapping) {
   EXPECT_EQ(fg_st_save(dir.file("missing/x.safetensors").c_str(), &t, 1, nullptr, 0), FG_ERR_IO);
   DIR *dp = opendir(dir.path.c_str());
   int n = 0;
-  while (struct dirent *de = readdir(dp)) n += de->d_name[0] != '.';
+  while (struct dirent *de = readdir(dp)) n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
   closedir(dp);
   EXPECT_EQ(n, 1);
 }

@@ -109,9 +109,14 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
     if (!kv.second.dequantize) continue;
     const size_t rb = fgq::row_bytes(t, kN);
     if (fg_quant_can_encode(t)) {
-      std::vector<uint8_t> q(rb * (size_t)nrows_);
-      ASSERT_EQ(fg_quant_encode_rows(t, rows_->data(), nrows_, kN, q.data(), q.size()), FG_OK)
-          << nm << ": " << fg_last_error();
+      // the rows forgia encodes (a row holding a block whose f16 scale overflows is refused)
+      std::vector<uint8_t> q;
+      for (int64_t r = 0; r < nrows_; r++) {
+        std::vector<uint8_t> one(rb);
+        const fg_status s = fg_quant_encode_rows(t, rows_->data() + r * kN, 1, kN, one.data(), one.size());
+        ASSERT_TRUE(s == FG_OK || s == FG_ERR_RANGE) << nm << ": " << fg_last_error();
+        if (s == FG_OK) q.insert(q.end(), one.begin(), one.end());
+      }
       fgt::write_file(dir_->file(nm + ".fg.q"), q.data(), q.size());
       jobs += "decode " + nm + " " + std::to_string(kN) + " " + dir_->file(nm + ".fg.q") + " " +
               dir_->file(nm + ".fg.q.py.f32") + "\n";
@@ -140,14 +145,58 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
       const std::vector<uint8_t> ref = fgt::read_file(dir_->file(nm + ".py.q"));
       const size_t rb = fgq::row_bytes(t, kN);
       ASSERT_EQ(ref.size(), rb * (size_t)nrows_) << nm;
-      std::vector<uint8_t> q(ref.size());
-      ASSERT_EQ(fg_quant_encode_rows(t, rows_->data(), nrows_, kN, q.data(), q.size()), FG_OK)
-          << nm << ": " << fg_last_error();
-      for (size_t i = 0; i < q.size(); i++) {
-        ASSERT_EQ(q[i], ref[i]) << nm << " encode differs at byte " << i << " of row " << i / rb
-                                << " (" << fgq::row_kinds()[i / rb / kRowsPerKind].name
-                                << "), byte " << i % rb << " of the row";
+      // Where gguf-py's bytes hold a non-finite f16 field (a finite input that overflowed it:
+      // ggml and gguf-py store Inf), forgia refuses: the row with FG_ERR_RANGE naming the
+      // block, and that block on its own; every other block is gguf-py's byte for byte.
+      const size_t be = fg_dtype_info(t)->block_elems, bb = fg_dtype_info(t)->block_bytes, nb = (size_t)kN / be;
+      std::string first_over;
+      int refused = 0;
+      for (int64_t r = 0; r < nrows_; r++) {
+        const float *x = rows_->data() + r * kN;
+        const uint8_t *want = ref.data() + (size_t)r * rb;
+        const std::vector<size_t> over = fgq::overflowed_blocks(t, want, nb);
+        std::vector<uint8_t> q(rb);
+        const fg_status s = fg_quant_encode_rows(t, x, 1, kN, q.data(), q.size());
+        const std::string row = nm + " row " + std::to_string(r) + " (" +
+                                fgq::row_kinds()[(size_t)r / kRowsPerKind].name + ")";
+        if (over.empty()) {
+          ASSERT_EQ(s, FG_OK) << row << ": " << fg_last_error();
+          for (size_t i = 0; i < rb; i++)
+            ASSERT_EQ(q[i], want[i]) << row << ": encode differs at byte " << i << " of the row";
+          continue;
+        }
+        refused++;
+        const std::string blk = "block " + std::to_string(over[0]) + " (elements " + std::to_string(over[0] * be) +
+                                ".." + std::to_string(over[0] * be + be - 1) + ")";
+        if (first_over.empty()) first_over = "row " + std::to_string(r) + ", " + blk;
+        ASSERT_EQ(s, FG_ERR_RANGE) << row << ": gguf-py overflowed " << blk;
+        EXPECT_NE(std::string(fg_last_error()).find(blk), std::string::npos) << row << ": " << fg_last_error();
+        for (size_t b = 0, k = 0; b < nb; b++) {
+          std::vector<uint8_t> one(bb);
+          const fg_status sb = fg_quant_encode_rows(t, x + b * be, 1, (int64_t)be, one.data(), bb);
+          if (k < over.size() && over[k] == b) {
+            k++;
+            EXPECT_EQ(sb, FG_ERR_RANGE) << row << " block " << b;
+            continue;
+          }
+          ASSERT_EQ(sb, FG_OK) << row << " block " << b << ": " << fg_last_error();
+          for (size_t i = 0; i < bb; i++)
+            ASSERT_EQ(one[i], want[b * bb + i]) << row << " block " << b << ": encode differs at byte " << i;
+        }
       }
+      // all rows as one matrix: refused naming the first row and block gguf-py overflowed
+      std::vector<uint8_t> qa(ref.size());
+      const fg_status sa = fg_quant_encode_rows(t, rows_->data(), nrows_, kN, qa.data(), qa.size());
+      if (first_over.empty()) {
+        ASSERT_EQ(sa, FG_OK) << nm << ": " << fg_last_error();
+        ASSERT_EQ(std::memcmp(qa.data(), ref.data(), qa.size()), 0) << nm << ": matrix encode differs";
+      } else {
+        ASSERT_EQ(sa, FG_ERR_RANGE) << nm;
+        EXPECT_NE(std::string(fg_last_error()).find(first_over), std::string::npos) << first_over << ": "
+                                                                                    << fg_last_error();
+      }
+      std::printf("%s: %d of %lld rows hold a block gguf-py overflowed (refused)\n", nm.c_str(), refused,
+                  (long long)nrows_);
       enc_proven.push_back(nm);
     }
     if (!kv.second.dequantize) continue;
@@ -167,7 +216,9 @@ TEST_F(QuantParity, EveryTypeGgufPyHandles) {
           << nm << ": " << fg_last_error();
       for (size_t i = 0; i < y.size(); i++) {
         ASSERT_TRUE(same_float(y[i], ref[i]))
-            << nm << " decode of " << s.tag << " differs at " << where((int64_t)i, kN) << ": forgia "
+            << nm << " decode of " << s.tag << " differs at "
+            << (s.bytes == &noise[t] ? where((int64_t)i, kN) : "element " + std::to_string(i) + " of the rows encoded")
+            << ": forgia "
             << y[i] << " gguf-py " << ref[i];
       }
     }
