@@ -73,6 +73,23 @@ static fg_status read_keys(const fg_gguf_file *f, split_keys *k) {
 
 /* Refuses a file that is one part of a split other than an openable part 1, saying what
  * to open instead. named: the path follows the pattern, as part `no` of `count`. */
+/* read_keys reads key values from the part's mapping: guarded, so a part truncated after
+ * its parse gives a status, not SIGBUS (host/mapping.c). */
+typedef struct keys_job {
+  const fg_gguf_file *f;
+  split_keys *k;
+} keys_job;
+
+static fg_status keys_job_run(void *user) {
+  keys_job *j = user;
+  return read_keys(j->f, j->k);
+}
+
+static fg_status read_keys_guarded(const fg_gguf_file *f, split_keys *k) {
+  keys_job j = {f, k};
+  return fg_mapping_access(fg_gguf_mapping(f, 0), keys_job_run, &j);
+}
+
 static fg_status lone_file(const char *path, const split_keys *k, bool named, uint32_t no, uint32_t count) {
   size_t plen = strlen(path);
   if (named) {
@@ -198,7 +215,7 @@ static fg_status open_set(const char *path, uint32_t count, fg_gguf_file **out) 
       fg_fail_prefix(s, "split part %u of %u: ", i + 1, count);
       break;
     }
-    s = read_keys(parts[i], &keys[i]);
+    s = read_keys_guarded(parts[i], &keys[i]);
     total += parts[i]->n_tensors;
   }
   for (uint32_t i = 0; !s && i < count; i++) s = check_part(parts[i], &keys[i], &keys[0], i, count, total);
@@ -220,7 +237,7 @@ fg_status fg_gguf_open_auto(const char *path, fg_gguf_file **out) {
   fg_status s = fg_gguf_open(path, FG_MAP_MMAP, &f);
   if (s) return s;
   split_keys k;
-  s = read_keys(f, &k);
+  s = read_keys_guarded(f, &k);
   if (!s) s = lone_file(path, &k, named, no, count);
   if (s) {
     fg_gguf_close(f);

@@ -111,7 +111,6 @@ static inline float load_float(fg_dtype st, const uint8_t *p) {
 
 static fg_status cvt_fn(void *user) {
   const cvt_job *j = user;
-  const size_t ssz = j->st == FG_F32 ? 4 : 2;
   if (j->dt == FG_F32) {
     float *d = (float *)(void *)j->dst;
     if (j->st == FG_F16) FG_CVT_LOOP(FG_F16, 2, d[i] = v)
@@ -128,7 +127,6 @@ static fg_status cvt_fn(void *user) {
       FG_CVT_LOOP(FG_F16, 2, d[i] = fg_f32_to_bf16(v))
     }
   }
-  (void)ssz;
   return FG_OK;
 }
 
@@ -205,45 +203,60 @@ static fg_status cache_exactly(const fg_load_ctx *c, cpu_work *w, const fg_ckpt_
 
 #define FG_CPU_READ_PIECE ((uint64_t)1 << 20) /* per thread when reading a chunk */
 
-/* One piece [a, b) of a chunk read into target + a: runs of uncached pages with pread, runs
- * of cached ones with a guarded copy from the mapping. */
+/* A guarded read of t's bytes from offset `at` (chunk-relative: off + at) that faulted: the
+ * loader's own words when its identity check can tell what happened, else the guard's,
+ * with the tensor. */
+static fg_status fault(const fg_load_ctx *c, const fg_ckpt_tensor *t, uint64_t at, fg_status s) {
+  const fg_load_file *f = &c->io->files[t->file];
+  fg_status id = fg_load_io_check(c->io, t, at);
+  if (id) return id;
+  const char *mp = fg_mapping_path(f->map), *m = fg_last_error();
+  size_t n = strlen(mp);
+  char msg[768];
+  snprintf(msg, sizeof msg, "%s", strncmp(m, mp, n) == 0 && m[n] == ':' && m[n + 1] == ' ' ? m + n + 2 : m);
+  return fg_fail(s, "%s: tensor %s at offset %llu: %s", f->path, t->name, (unsigned long long)(t->offset + at), msg);
+}
+
+/* One piece [a, b) of the chunk at off. Runs of uncached pages are read with pread: into
+ * target + a when there is a target, else into the bounce buffer just to bring them into
+ * the page cache. Then, under the mapping's guard, runs of cached pages are copied to
+ * target + a, or (no target) the whole piece is converted from the mapping by cvt (whose
+ * src, dst and n this sets). */
 static fg_status read_piece(const fg_load_ctx *c, const cpu_work *w, const fg_ckpt_tensor *t, uint64_t off,
-                            uintptr_t lo, uint64_t a, uint64_t b, uint8_t *target) {
+                            uintptr_t lo, uint64_t a, uint64_t b, uint8_t *target, const cvt_job *cvt) {
   const fg_load_file *f = &c->io->files[t->file];
   const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
   const uintptr_t base = (uintptr_t)t->data + off;
-  while (a < b) {
-    size_t pg = (size_t)((base + a - lo) / page);
-    bool cached = w->vec[pg] & 1;
-    uint64_t e = a;
+  fg_status s;
+  for (uint64_t x = a; x < b;) {
+    bool cached = w->vec[(base + x - lo) / page] & 1;
+    uint64_t e = x;
     while (e < b) {
       size_t q = (size_t)((base + e - lo) / page);
       if ((bool)(w->vec[q] & 1) != cached) break;
       uint64_t next = (uint64_t)(lo + (q + 1) * page - base);
       e = next < b ? next : b;
     }
-    fg_status s;
-    if (!cached) {
-      s = fg_load_io_read(c->io, t, off + a, target + a, (size_t)(e - a), 1);
-    } else if ((s = fg_mapping_copy(f->map, target + a, t->offset + off + a, e - a))) {
-      fg_status id = fg_load_io_check(c->io, t, off + a); /* the loader's own words when it can tell */
-      if (id) return id;
-      const char *mp = fg_mapping_path(f->map), *m = fg_last_error();
-      size_t n = strlen(mp);
-      char msg[768];
-      snprintf(msg, sizeof msg, "%s", strncmp(m, mp, n) == 0 && m[n] == ':' && m[n + 1] == ' ' ? m + n + 2 : m);
-      return fg_fail(s, "%s: tensor %s at offset %llu: %s", f->path, t->name, (unsigned long long)(t->offset + off + a),
-                     msg);
-    }
-    if (s) return s;
-    a = e;
+    if (!cached && (s = fg_load_io_read(c->io, t, off + x, (target ? target : w->bounce) + x, (size_t)(e - x), 1)))
+      return s;
+    if (cached && target && (s = fg_mapping_copy(f->map, target + x, t->offset + off + x, e - x)))
+      return fault(c, t, off + x, s);
+    x = e;
   }
+  if (target) return FG_OK;
+  const uint64_t ssz = cvt->st == FG_F32 ? 4 : 2, dsz = cvt->dt == FG_F32 ? 4 : 2;
+  cvt_job j = *cvt;
+  j.src = t->data + off + a;
+  j.dst += (off + a) / ssz * dsz;
+  j.n = (size_t)((b - a) / ssz);
+  if ((s = fg_mapping_access(f->map, cvt_fn, &j))) return fault(c, t, off + a, s);
   return FG_OK;
 }
 
-/* Reads t's bytes [off, off+len) into target, every byte once, with every thread. */
+/* t's bytes [off, off+len), every piece on one thread, with every thread: copied into
+ * target, or converted by cvt (target NULL). */
 static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t, uint64_t off, uint64_t len,
-                            uint8_t *target) {
+                            uint8_t *target, const cvt_job *cvt) {
   uintptr_t lo = 0;
   fg_status s = residency(w, t, off, len, &lo);
   if (s) return s;
@@ -253,7 +266,7 @@ static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (int64_t p = 0; p < pieces; p++) {
     uint64_t a = (uint64_t)p * FG_CPU_READ_PIECE, b = len - a < FG_CPU_READ_PIECE ? len : a + FG_CPU_READ_PIECE;
-    fg_status ps = read_piece(c, w, t, off, lo, a, b, target);
+    fg_status ps = read_piece(c, w, t, off, lo, a, b, target, cvt);
     if (ps) {
 #pragma omp critical(fg_load_cpu_err)
       if (a < e.at) {
@@ -266,22 +279,13 @@ static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t
   return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
 }
 
-/* Converts or dequantizes t's stored bytes [off, off+len), read into w->bounce, into the
- * output. */
-static fg_status produce(fg_load_ctx *c, const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len,
+/* Dequantizes t's stored bytes [off, off+len), read into w->bounce, into the output. */
+static fg_status dequant(fg_load_ctx *c, const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len,
                          uint64_t unit) {
   const fg_ckpt_tensor *t = it->src;
-  fg_model_tensor *mt = it->out;
-  uint8_t *dst = mt->data;
-  if (it->how == FG_HOW_CONVERT) {
-    uint64_t first = off / unit, n = len / unit;
-    uint64_t out_elem = mt->nbytes / (t->numel ? t->numel : 1);
-    uint64_t per = fg_dtype_info(t->dtype)->block_elems;
-    return convert(c->dev, dst + first * per * out_elem, mt->dtype, w->bounce, t->dtype, (size_t)(n * per), w->tmp);
-  }
   const uint64_t row = fg_load_row(t);
   uint64_t first_row = off / unit, rows = len / unit;
-  float *out = (float *)(void *)dst + first_row * row;
+  float *out = (float *)it->out->data + first_row * row;
   if (fg_quant_can_decode(t->dtype))
     return fg_quant_decode_rows(t->dtype, w->bounce, (size_t)len, out, (int64_t)rows, (int64_t)row);
   /* the device layer's decoder, for a type the row codecs lack */
@@ -293,21 +297,28 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
   fg_model_tensor *mt = it->out;
   uint64_t unit, step = chunk_step(it, &unit);
   bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
+  const cvt_job cvt = {(uint8_t *)mt->data, mt->dtype, NULL, t->dtype, 0};
   for (uint64_t off = 0; off < t->nbytes; off += step) {
     uint64_t len = t->nbytes - off < step ? t->nbytes - off : step;
     prefetch_to(c, pf, c->bytes_done + len + FG_CPU_AHEAD);
     fg_status s = FG_OK;
     if (!lazy && (s = fg_load_io_check(c->io, t, off))) return s;
-    if (it->how == FG_HOW_BORROW) {
+    switch (it->how) {
+    case FG_HOW_BORROW:
       if (!lazy && ((s = cache_exactly(c, w, t, off, len)) || (s = populate_parallel(c, t, off, len)))) return s;
-    } else if (it->how == FG_HOW_COPY) {
-      /* A CPU device's memory is host memory: a copied tensor is read into place. */
-      if ((s = read_chunk(c, w, t, off, len, (uint8_t *)mt->data + off))) return s;
-    } else {
-      if ((s = read_chunk(c, w, t, off, len, w->bounce))) return s;
-      if ((s = produce(c, it, w, off, len, unit)))
+      break;
+    case FG_HOW_COPY: /* a CPU device's memory is host memory: read into place */
+      if ((s = read_chunk(c, w, t, off, len, (uint8_t *)mt->data + off, NULL))) return s;
+      break;
+    case FG_HOW_CONVERT:
+      if ((s = read_chunk(c, w, t, off, len, NULL, &cvt))) return s;
+      break;
+    case FG_HOW_DEQUANT:
+      if ((s = read_chunk(c, w, t, off, len, w->bounce, NULL))) return s;
+      if ((s = dequant(c, it, w, off, len, unit)))
         return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
                               (unsigned long long)(t->offset + off));
+      break;
     }
     /* Pages that were only read from are dropped from this process; borrowed ones stay. */
     if (it->how != FG_HOW_BORROW) fg_load_io_evict(c->io, t, off, len);
@@ -325,11 +336,9 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
 fg_status fg_load_run_cpu(fg_load_ctx *c) {
   cpu_work w;
   memset(&w, 0, sizeof w);
-  bool need_tmp = false, touch = false;
+  bool touch = false;
   for (size_t i = 0; i < c->nitems; i++) {
     const fg_load_item *it = &c->items[i];
-    if (it->how == FG_HOW_CONVERT && fg_load_is_half(it->out->dtype) && fg_load_is_half(it->src->dtype))
-      need_tmp = true;
     uint64_t unit, step = chunk_step(it, &unit);
     bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
     if (!lazy && it->src->nbytes) touch = true;
@@ -339,9 +348,7 @@ fg_status fg_load_run_cpu(fg_load_ctx *c) {
     }
   }
   fg_status s = FG_OK;
-  if (need_tmp && !(w.tmp = malloc((size_t)FG_CPU_TMP_ELEMS * sizeof *w.tmp)))
-    s = fg_fail(FG_ERR_NOMEM, "load: out of memory for a conversion buffer");
-  if (!s && w.bounce_bytes && !(w.bounce = malloc(w.bounce_bytes)))
+  if (w.bounce_bytes && !(w.bounce = malloc(w.bounce_bytes)))
     s = fg_fail(FG_ERR_NOMEM, "load: out of memory for a %zu-byte read buffer", w.bounce_bytes);
   /* Pages are faulted in only once they are cached (cache_exactly, read_chunk), so with the
    * readahead marks ignored a fault never starts a read of its own. */
@@ -351,7 +358,6 @@ fg_status fg_load_run_cpu(fg_load_ctx *c) {
   if (touch) fg_load_io_set_random(c->io, false);
   if (!s) s = fg_load_final_check(c);
   if (s == FG_OK && c->opt->progress && c->nitems == 0) s = fg_load_progress_step(c, "");
-  free(w.tmp);
   free(w.bounce);
   free(w.vec);
   return s;

@@ -109,7 +109,7 @@ static int write_f32(const cat_tensor *t) {
     return 1;
   }
   int rc = 0;
-  for (uint64_t r = 0; r < nrows && !rc; r += chunk) {
+  for (uint64_t r = 0; r < nrows && !rc && !fg_cli_signal_caught(); r += chunk) {
     uint64_t nr = nrows - r < chunk ? nrows - r : chunk;
     if (read_bytes(t, r * row_bytes, nr * row_bytes, raw) != FG_OK || decode_rows(t, raw, nr, buf) != FG_OK) {
       rc = 1;
@@ -140,7 +140,7 @@ static int write_raw(const cat_tensor *t) {
     return 1;
   }
   int rc = 0;
-  for (uint64_t off = 0; off < t->nbytes && !rc; off += piece) {
+  for (uint64_t off = 0; off < t->nbytes && !rc && !fg_cli_signal_caught(); off += piece) {
     uint64_t n = t->nbytes - off < piece ? t->nbytes - off : piece;
     if (read_bytes(t, off, n, buf) != FG_OK) {
       rc = 1;

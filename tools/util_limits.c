@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 double fg_cli_read_gbs(const char *const *paths, size_t n) {
@@ -14,8 +15,12 @@ double fg_cli_read_gbs(const char *const *paths, size_t n) {
   unsigned long long total = 0;
   double t0 = fg_clock_seconds();
   for (size_t i = 0; i < n; i++) {
-    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    /* The model's files were checked when it was opened; O_NONBLOCK and the check below
+     * keep a file swapped for a FIFO since then from hanging the measurement. */
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      if (fd >= 0) close(fd);
       free(buf);
       return -1.0;
     }

@@ -167,4 +167,22 @@ TEST(ExportMetadata, InspectJsonKeepsNulKeysApart) {
   }
 }
 
+// GGUF keys are bytes: two that differ only in invalid UTF-8 would both print as U+FFFD, so
+// inspect --json refuses such a file rather than print one key twice.
+TEST(ExportMetadata, InspectJsonRefusesKeysItCannotSpellApart) {
+  fgt::TempDir dir;
+  const std::string path = dir.file("keys.gguf");
+  fg_gguf_writer *w = nullptr;
+  ASSERT_EQ(fg_gguf_writer_create(&w), FG_OK);
+  ASSERT_EQ(fg_gguf_writer_set_u8(w, "k\xff", 1), FG_OK);
+  ASSERT_EQ(fg_gguf_writer_set_u8(w, "k\xfe", 2), FG_OK);
+  ASSERT_EQ(fg_gguf_writer_finish(w, path.c_str()), FG_OK) << fg_last_error();
+  fg_gguf_writer_free(w);
+  std::string out, err;
+  EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " inspect --json '" + path + "'", &out, &err), 1);
+  EXPECT_NE(err.find("invalid UTF-8"), std::string::npos) << err;
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " inspect '" + path + "'", &out, &err), 0) << err;
+}
+
 }  // namespace
