@@ -315,12 +315,14 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
     if (fg_st_dir_shard_count(d) > 1) printf(", %zu shards", fg_st_dir_shard_count(d));
     printf("\nmetadata:%s\n", fg_st_metadata_count(first) ? "" : " (none)");
     for (size_t i = 0; i < fg_st_metadata_count(first); i++) {
+      /* with lengths: keys and values may hold NUL bytes, shown escaped like any control */
       const char *k, *v;
-      fg_st_metadata_at(first, i, &k, &v);
+      size_t kl, vl;
+      fg_st_metadata_at_n(first, i, &k, &kl, &v, &vl);
       printf("  ");
-      fg_cli_puts_escaped(stdout, k, 40);
+      fg_cli_put_escaped(stdout, k, kl, 40);
       printf(" ");
-      print_bytes_short(v, strlen(v));
+      print_bytes_short(v, vl);
       printf("\n");
     }
     if (full) printf("tensors:\n");

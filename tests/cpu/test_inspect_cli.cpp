@@ -114,6 +114,28 @@ TEST(InspectCli, SummaryPrintsLargeIntegersExactly) {
 
 // Every target the parser accepts is in `forgia help export`, and every name listed there
 // parses (or is a target this build has no encoder for).
+TEST(InspectCli, SafetensorsMetadataWithNulBytesIsShownWhole) {
+  // Keys "a\0b" and "a\0c" are distinct; the summary shows each whole, the NUL escaped.
+  fgt::TempDir dir;
+  std::string h = R"({"__metadata__":{"a\u0000b":"x\u0000y","a\u0000c":"z"},)"
+                  R"("t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  while ((8 + h.size()) % 8) h += ' ';
+  uint64_t n = h.size();
+  std::string bytes(reinterpret_cast<const char *>(&n), 8);
+  bytes += h;
+  bytes += '\x07';
+  std::string p = dir.file("m.safetensors");
+  fgt::write_file(p, bytes.data(), bytes.size());
+  std::string out, err;
+  ASSERT_EQ(fgt::run(cli("inspect " + p), &out, &err), 0) << err;
+  size_t k1 = out.find("  a\\x00b "), k2 = out.find("  a\\x00c ");
+  ASSERT_NE(k1, std::string::npos) << out;
+  ASSERT_NE(k2, std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.find_first_not_of(' ', k1 + 8), 6), "x\\x00y") << out;
+  EXPECT_EQ(out.substr(out.find_first_not_of(' ', k2 + 8), 1), "z") << out;
+  EXPECT_EQ(out.find('\0'), std::string::npos);
+}
+
 TEST(HelpExport, ListsEveryAcceptedTarget) {
   std::string out, err;
   ASSERT_EQ(fgt::run(cli("help export"), &out, &err), 0) << err;
