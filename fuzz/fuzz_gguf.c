@@ -55,6 +55,10 @@ static void walk(const fg_gguf_file *f) {
 
 /* Re-emits f; the output must parse with the same counts. */
 static void reemit(const fg_gguf_file *f) {
+  /* n_dims 0 and empty names are read (as ggml reads them) but not written (ggml's writer
+   * writes neither): such a file cannot be re-emitted, which is not a finding. */
+  for (size_t i = 0; i < fg_gguf_tensor_count(f); i++)
+    if (fg_gguf_tensor_at(f, i)->ndim == 0 || fg_gguf_tensor_at(f, i)->name_len == 0) return;
   fg_gguf_writer *w = NULL;
   if (fg_gguf_writer_create(&w) != FG_OK) return;
   if (fg_gguf_writer_set_version(w, fg_gguf_version(f)) != FG_OK) __builtin_trap();

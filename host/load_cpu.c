@@ -63,6 +63,17 @@ typedef struct err_slot {
   char msg[768];
 } err_slot;
 
+/* Keeps the failure at the lowest offset, so the message does not depend on which thread
+ * failed first. Called by the failing thread; the critical section orders the writers. */
+static void err_keep(err_slot *e, fg_status s, uint64_t at) {
+#pragma omp critical(fg_load_cpu_err)
+  if (at < e->at) {
+    e->st = s;
+    e->at = at;
+    snprintf(e->msg, sizeof e->msg, "%s", fg_last_error());
+  }
+}
+
 static fg_status populate_parallel(fg_load_ctx *c, const fg_ckpt_tensor *t, uint64_t off, uint64_t len) {
   int64_t pieces = (int64_t)((len + FG_CPU_POPULATE_PIECE - 1) / FG_CPU_POPULATE_PIECE);
   int threads = c->threads < pieces ? c->threads : (int)pieces;
@@ -73,14 +84,7 @@ static fg_status populate_parallel(fg_load_ctx *c, const fg_ckpt_tensor *t, uint
     uint64_t o = off + (uint64_t)p * FG_CPU_POPULATE_PIECE;
     uint64_t n = off + len - o < FG_CPU_POPULATE_PIECE ? off + len - o : FG_CPU_POPULATE_PIECE;
     fg_status s = fg_load_io_populate(c->io, t, o, n);
-    if (s) {
-#pragma omp critical(fg_load_cpu_err)
-      if (o < e.at) {
-        e.st = s;
-        e.at = o;
-        snprintf(e.msg, sizeof e.msg, "%s", fg_last_error());
-      }
-    }
+    if (s) err_keep(&e, s, o);
   }
   return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
 }
@@ -267,14 +271,7 @@ static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t
   for (int64_t p = 0; p < pieces; p++) {
     uint64_t a = (uint64_t)p * FG_CPU_READ_PIECE, b = len - a < FG_CPU_READ_PIECE ? len : a + FG_CPU_READ_PIECE;
     fg_status ps = read_piece(c, w, t, off, lo, a, b, target, cvt);
-    if (ps) {
-#pragma omp critical(fg_load_cpu_err)
-      if (a < e.at) {
-        e.st = ps;
-        e.at = a;
-        snprintf(e.msg, sizeof e.msg, "%s", fg_last_error());
-      }
-    }
+    if (ps) err_keep(&e, ps, a);
   }
   return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
 }

@@ -1,4 +1,5 @@
 #include "util_json.h"
+#include "util_text.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -28,22 +29,6 @@ cJSON *fg_cli_json_f64(double v) {
   return cJSON_CreateNumber(v);
 }
 
-/* Length of the valid UTF-8 sequence at s (0 when invalid). */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned char c = s[0];
-  size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) need = 1;
-  else if (c >= 0xE0 && c <= 0xEF) need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-  else if (c >= 0xF0 && c <= 0xF4) need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-  else return 0;
-  if (n <= need || s[1] < lo || s[1] > hi) return 0;
-  for (size_t k = 2; k <= need; k++)
-    if ((s[k] & 0xC0) != 0x80) return 0;
-  return need + 1;
-}
-
 /* The quoted JSON string of len bytes (malloc'd, NUL-terminated), or NULL. */
 static char *quote(const char *s, size_t len) {
   /* worst case: every byte becomes \u00xx (6) or U+FFFD (3 bytes) */
@@ -63,7 +48,7 @@ static char *quote(const char *s, size_t len) {
       k += (size_t)snprintf(o + k, 7, "\\u%04x", c);
       i++;
     } else {
-      size_t q = utf8_seq(u + i, len - i);
+      size_t q = fg_cli_utf8_seq(u + i, len - i);
       if (q == 2 && c == 0xC2 && u[i + 1] <= 0x9F) {
         /* U+0080..U+009F: C1 controls, which some terminals obey; JSON allows them escaped */
         k += (size_t)snprintf(o + k, 7, "\\u%04x", u[i + 1]);

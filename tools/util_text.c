@@ -2,13 +2,11 @@
 
 #include <string.h>
 
-/* Length of the UTF-8 sequence at s that may be shown as it is, 0 when the byte at s must
- * be escaped (control byte, C1 control, or not valid UTF-8). */
-static size_t shown_seq(const unsigned char *s, size_t n) {
+size_t fg_cli_utf8_seq(const unsigned char *s, size_t n) {
   unsigned char c = s[0];
   size_t need;
   unsigned char lo = 0x80, hi = 0xBF;
-  if (c < 0x80) return c < 0x20 || c == 0x7F ? 0 : 1;
+  if (c < 0x80) return 1;
   if (c >= 0xC2 && c <= 0xDF) need = 1;
   else if (c >= 0xE0 && c <= 0xEF) need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
   else if (c >= 0xF0 && c <= 0xF4) need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
@@ -16,8 +14,15 @@ static size_t shown_seq(const unsigned char *s, size_t n) {
   if (n <= need || s[1] < lo || s[1] > hi) return 0;
   for (size_t k = 2; k <= need; k++)
     if ((s[k] & 0xC0) != 0x80) return 0;
-  if (c == 0xC2 && s[1] <= 0x9F) return 0; /* U+0080..U+009F: C1 controls (CSI is U+009B) */
   return need + 1;
+}
+
+/* Length of the sequence at s that may be shown as it is, 0 when the byte at s must be
+ * escaped (control byte, C1 control, or not valid UTF-8). */
+static size_t shown_seq(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return s[0] < 0x20 || s[0] == 0x7F ? 0 : 1;
+  if (s[0] == 0xC2 && n > 1 && s[1] <= 0x9F) return 0; /* U+0080..U+009F: C1 controls (CSI is U+009B) */
+  return fg_cli_utf8_seq(s, n);
 }
 
 /* Calls emit(piece, len, user) for each shown piece (a character or an escape); returns

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Length of the valid UTF-8 sequence at s (n bytes available), 0 when it is not one
+ * (overlong forms, surrogates and code points past U+10FFFF are not). */
+size_t fg_cli_utf8_seq(const unsigned char *s, size_t n);
+
 /* Writes n bytes of s escaped to f, then spaces up to width columns (one per character
  * shown; width <= 0 pads nothing). */
 void fg_cli_put_escaped(FILE *f, const char *s, size_t n, int width);
