@@ -1,6 +1,7 @@
 /* fg_ckpt: one opener for every checkpoint container. The format is sniffed once here; the
  * GGUF and safetensors parsers keep the files mapped, and their tensors are flattened into
- * one array with absolute file offsets and a name index. */
+ * one array with absolute file offsets, in the parsers' own order, so that a lookup by
+ * name is the parser's name table. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +25,6 @@ struct fg_ckpt {
   fg_ckpt_file *files;
   size_t n;
   fg_ckpt_tensor *tensors;
-  size_t *by_name;             /* indices into tensors, sorted by name */
 };
 
 const char *fg_ckpt_format_name(fg_ckpt_format f) {
@@ -33,40 +33,6 @@ const char *fg_ckpt_format_name(fg_ckpt_format f) {
   case FG_CKPT_SAFETENSORS: return "safetensors";
   }
   return "invalid";
-}
-
-/* ---- the name index ------------------------------------------------------------------ */
-
-static int name_cmp(const char *a, size_t alen, const char *b, size_t blen) {
-  int c = memcmp(a, b, alen < blen ? alen : blen);
-  if (c) return c;
-  return (alen > blen) - (alen < blen);
-}
-
-/* qsort has no context argument in C11: sort pairs that carry the name. */
-typedef struct name_ref {
-  const char *name;
-  size_t len;
-  size_t index;
-} name_ref;
-
-static int name_ref_cmp(const void *a, const void *b) {
-  const name_ref *x = a, *y = b;
-  return name_cmp(x->name, x->len, y->name, y->len);
-}
-
-static fg_status build_index(fg_ckpt *c) {
-  name_ref *refs = malloc((c->n ? c->n : 1) * sizeof *refs);
-  c->by_name = malloc((c->n ? c->n : 1) * sizeof *c->by_name);
-  if (!refs || !c->by_name) {
-    free(refs);
-    return fg_fail(FG_ERR_NOMEM, "%s: out of memory indexing %zu tensors", c->path, c->n);
-  }
-  for (size_t i = 0; i < c->n; i++) refs[i] = (name_ref){c->tensors[i].name, c->tensors[i].name_len, i};
-  qsort(refs, c->n, sizeof *refs, name_ref_cmp);
-  for (size_t i = 0; i < c->n; i++) c->by_name[i] = refs[i].index;
-  free(refs);
-  return FG_OK;
 }
 
 /* ---- flattening ---------------------------------------------------------------------- */
@@ -343,7 +309,6 @@ fg_status fg_ckpt_open(const char *path, fg_ckpt **out) {
   }
   fg_status s = open_any(c, path);
   if (!s) s = c->gguf ? flatten_gguf(c) : flatten_st(c);
-  if (!s) s = build_index(c);
   if (s) {
     fg_ckpt_close(c);
     return s;
@@ -358,7 +323,6 @@ void fg_ckpt_close(fg_ckpt *c) {
   fg_st_dir_close(c->st);
   free(c->files);
   free(c->tensors);
-  free(c->by_name);
   free(c->path);
   free(c);
 }
@@ -371,18 +335,18 @@ const fg_ckpt_tensor *fg_ckpt_tensor_at(const fg_ckpt *c, size_t i) {
   return c && i < c->n ? &c->tensors[i] : NULL;
 }
 
+/* tensors[i] is tensor i of the parsed GGUF file or folder (flatten_*), so the parsers'
+ * name tables answer for it. */
 const fg_ckpt_tensor *fg_ckpt_find_n(const fg_ckpt *c, const char *name, size_t len) {
   if (!c || !name) return NULL;
-  size_t lo = 0, hi = c->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const fg_ckpt_tensor *t = &c->tensors[c->by_name[mid]];
-    int r = name_cmp(t->name, t->name_len, name, len);
-    if (r == 0) return t;
-    if (r < 0) lo = mid + 1;
-    else hi = mid;
+  size_t i = SIZE_MAX;
+  if (c->gguf) {
+    const fg_gguf_tensor *g = fg_gguf_find_tensor_n(c->gguf, name, len);
+    if (g) i = (size_t)(g - fg_gguf_tensor_at(c->gguf, 0));
+  } else {
+    i = st_dir_index_of(c->st, name, len);
   }
-  return NULL;
+  return i < c->n ? &c->tensors[i] : NULL;
 }
 
 const fg_ckpt_tensor *fg_ckpt_find(const fg_ckpt *c, const char *name) {

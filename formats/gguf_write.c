@@ -93,13 +93,15 @@ static fg_status put_kv(fg_gguf_writer *w, uint8_t *wire, uint64_t wire_len) {
   return FG_OK;
 }
 
-/* Allocates a KV: key length, key, type, then room for vlen value bytes at *val. */
-static fg_status new_kv(fg_gguf_writer *w, const char *key, uint32_t type, uint64_t vlen, uint8_t **wire,
-                        uint64_t *wire_len, uint8_t **val) {
+/* Allocates a KV: key length, key (klen bytes, which may hold NUL), type, then room for
+ * vlen value bytes at *val. */
+static fg_status new_kv_n(fg_gguf_writer *w, const char *key, size_t klen, uint32_t type, uint64_t vlen,
+                          uint8_t **wire, uint64_t *wire_len, uint8_t **val) {
+  *wire = *val = NULL;
+  *wire_len = 0;
   fg_status s = frozen(w, "GGUF writer");
   if (s) return s;
-  if (!key || !*key) return fg_fail(FG_ERR_BAD_STRING, "GGUF writer: empty or NULL key");
-  uint64_t klen = strlen(key);
+  if (!key || !klen) return fg_fail(FG_ERR_BAD_STRING, "GGUF writer: empty or NULL key");
   if (klen > FG_GGUF_MAX_STRING || vlen > SIZE_MAX - 12 - klen)
     return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s' is too large", key);
   uint64_t n = 8 + klen + 4 + vlen;
@@ -112,6 +114,11 @@ static fg_status new_kv(fg_gguf_writer *w, const char *key, uint32_t type, uint6
   *wire_len = n;
   *val = p + 12 + klen;
   return FG_OK;
+}
+
+static fg_status new_kv(fg_gguf_writer *w, const char *key, uint32_t type, uint64_t vlen, uint8_t **wire,
+                        uint64_t *wire_len, uint8_t **val) {
+  return new_kv_n(w, key, key ? strlen(key) : 0, type, vlen, wire, wire_len, val);
 }
 
 static fg_status set_scalar(fg_gguf_writer *w, const char *key, fg_gguf_type type, uint64_t bits) {
@@ -206,19 +213,12 @@ fg_status fg_gguf_writer_set_str_array(fg_gguf_writer *w, const char *key, const
 
 fg_status fg_gguf_writer_set_wire_n(fg_gguf_writer *w, const char *key, size_t key_len, fg_gguf_type type,
                                     const void *value, uint64_t value_len) {
-  fg_status s = frozen(w, "GGUF writer");
+  uint8_t *wire, *val;
+  uint64_t n;
+  fg_status s = new_kv_n(w, key, key_len, (uint32_t)type, value_len, &wire, &n, &val);
   if (s) return s;
-  if (!key || !key_len) return fg_fail(FG_ERR_BAD_STRING, "GGUF writer: empty or NULL key");
-  if (key_len > FG_GGUF_MAX_STRING || value_len > SIZE_MAX - 12 - key_len)
-    return fg_fail(FG_ERR_RANGE, "GGUF writer: key '%.40s' is too large", key);
-  uint64_t n = 8 + key_len + 4 + value_len;
-  uint8_t *p = malloc((size_t)n);
-  if (!p) return fg_fail(FG_ERR_NOMEM, "GGUF writer: key '%.40s': out of memory for %" PRIu64 " bytes", key, n);
-  fg_st_le64(p, key_len);
-  memcpy(p + 8, key, key_len);
-  fg_st_le32(p + 8 + key_len, (uint32_t)type);
-  if (value_len) memcpy(p + 12 + key_len, value, (size_t)value_len);
-  return put_kv(w, p, n);
+  if (value_len) memcpy(val, value, (size_t)value_len);
+  return put_kv(w, wire, n);
 }
 
 /* The mapping of from that holds p (a KV's bytes lie in one part's header). */

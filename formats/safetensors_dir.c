@@ -423,6 +423,10 @@ const fg_st_tensor *fg_st_dir_tensor_at(const fg_st_dir *d, size_t i, size_t *sh
   return d->entries[i].t;
 }
 
+size_t st_dir_index_of(const fg_st_dir *d, const char *name, size_t len) {
+  return d && name ? dir_lookup(d, name, len) : SIZE_MAX;
+}
+
 const fg_st_tensor *fg_st_dir_find(const fg_st_dir *d, const char *name, size_t *shard) {
   if (!d || !name) return NULL;
   size_t i = dir_lookup(d, name, strlen(name));

@@ -132,4 +132,8 @@ fg_status st_tensor_bytes(fg_dtype d, const uint64_t *shape, int ndim, uint64_t 
 fg_status st_write_atomic(const char *path, const void *head, size_t head_len,
                           const fg_st_write_tensor *const *order, size_t n);
 
+/* Position of a tensor in fg_st_dir_tensor_at order (the folder's own name table), or
+ * SIZE_MAX when absent: fg_ckpt finds by name through it instead of indexing again. */
+size_t st_dir_index_of(const fg_st_dir *d, const char *name, size_t len);
+
 #endif
