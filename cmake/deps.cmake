@@ -14,8 +14,8 @@ endmacro()
 
 forgia_require_pc(HWLOC hwloc libhwloc-dev)
 forgia_require_pc(CJSON libcjson libcjson-dev)
-# OpenBLAS (CBLAS) and cuBLAS join the link when a module calls them (GEMM); until then a
-# link dependency nothing calls would only be a package to install and a symbol to hide.
+# CBLAS for the CPU's fast GEMM (cpu/cpu_gemm.c); cuBLAS comes with the CUDA toolkit.
+forgia_require_pc(OPENBLAS openblas libopenblas-dev)
 
 find_package(OpenMP QUIET COMPONENTS C CXX)
 if(NOT OpenMP_C_FOUND)

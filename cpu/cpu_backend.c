@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_gemm.h"
 #include "forgia/topology.h"
 #include "device/backend.h"
 
@@ -109,12 +110,6 @@ static fg_status cpu_convert(fg_device *dev, void *dst, fg_dtype dt, const void 
   return fg_cpu_convert(dst, dt, src, st, n);
 }
 
-static fg_status cpu_reduce_chunks(fg_device *dev, const float *x, size_t n, fg_sum2 *out) {
-  (void)dev;
-  fg_cpu_reduce_chunks(x, n, out);
-  return FG_OK;
-}
-
 const fg_backend fg_cpu_backend = {
   .name = "cpu",
   .query = cpu_query,
@@ -134,5 +129,7 @@ const fg_backend fg_cpu_backend = {
   .stream_wait = cpu_stream_wait,
   .event_elapsed = cpu_event_elapsed,
   .convert = cpu_convert,
-  .reduce_chunks = cpu_reduce_chunks,
+  .reduce = fg_cpu_reduce,
+  .op_run = fg_cpu_op_run,
+  .gemm = fg_cpu_gemm,
 };

@@ -5,14 +5,20 @@
 
 #include <stddef.h>
 
+#include "device/backend.h"
 #include "forgia/dtype.h"
+#include "forgia/elem/op_params.h"
 #include "forgia/elem/reduce.h"
 
 /* memcpy split over threads for large sizes (one thread cannot saturate memory bandwidth). */
 void fg_cpu_memcpy(void *dst, const void *src, size_t bytes);
 /* f32 -> f16/bf16/f32 and f16/bf16 -> f32; FG_ERR_UNSUPPORTED for other pairs. */
 fg_status fg_cpu_convert(void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n);
-/* out[c] for every chunk c of elem/reduce.h. */
-void fg_cpu_reduce_chunks(const float *x, size_t n, fg_sum2 *out);
+/* The reductions of elem/reduce.h over a validated list (cpu/cpu_reduce.c). */
+struct fg_reduce_call;
+fg_status fg_cpu_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
+/* The op layer's launcher (cpu/cpu_op.c). */
+fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
+                        fg_stream *stream);
 
 #endif

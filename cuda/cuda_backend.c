@@ -29,7 +29,11 @@ fg_status fg_cuda_init_device(fg_device *dev) {
   fg_status s = cu_set(dev);
   if (s) return s;
   cudaError_t e = cudaFree(0); /* creates the primary context now, not inside a timed region */
-  return e == cudaSuccess ? FG_OK : CU_FAIL(e, "context creation");
+  if (e != cudaSuccess) return CU_FAIL(e, "context creation");
+  /* The device's own stream is the legacy default stream: queued work is then ordered with
+   * every synchronous runtime call, as device.h promises. */
+  dev->stream->impl = (void *)cudaStreamLegacy;
+  return FG_OK;
 }
 
 static fg_status cu_query(fg_device *dev, fg_device_info *out) {
@@ -177,18 +181,9 @@ static fg_status cu_convert(fg_device *dev, void *dst, fg_dtype dt, const void *
   return FG_OK;
 }
 
-static fg_status cu_reduce_chunks(fg_device *dev, const float *x, size_t n, fg_sum2 *out) {
-  fg_status s = cu_set(dev);
-  if (s) return s;
-  size_t nc = fg_reduce_nchunks(n);
-  fg_sum2 *part;
-  cudaError_t e = cudaMalloc((void **)&part, nc * sizeof *part);
-  if (e != cudaSuccess) return CU_FAIL(e, "cudaMalloc (reduce partials)");
-  int k = fg_cuda_launch_reduce_chunks(x, n, part, NULL);
-  e = k ? (cudaError_t)k : cudaMemcpy(out, part, nc * sizeof *part, cudaMemcpyDeviceToHost);
-  cudaFree(part);
-  return e == cudaSuccess ? FG_OK : CU_FAIL(e, "reduce kernel");
-}
+fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
+                         fg_stream *stream);
+fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
 
 const fg_backend fg_cuda_backend = {
   .name = "cuda",
@@ -211,5 +206,6 @@ const fg_backend fg_cuda_backend = {
   .stream_wait = cu_stream_wait,
   .event_elapsed = cu_event_elapsed,
   .convert = cu_convert,
-  .reduce_chunks = cu_reduce_chunks,
+  .reduce = fg_cuda_reduce,
+  .op_run = fg_cuda_op_run,
 };

@@ -2,8 +2,14 @@
 #ifndef FORGIA_DEVICE_BACKEND_H
 #define FORGIA_DEVICE_BACKEND_H
 
+#include <pthread.h>
+
 #include "forgia/device.h"
+#include "forgia/elem/op_params.h"
 #include "forgia/elem/reduce.h"
+
+struct fg_gemm_call;   /* device/gemm_call.h */
+struct fg_reduce_call; /* device/reduce_call.h */
 
 typedef struct fg_backend {
   const char *name;
@@ -29,8 +35,15 @@ typedef struct fg_backend {
   fg_status (*event_elapsed)(fg_device *dev, void *start, void *end, float *ms);
   /* Work: n elements; stream may be NULL (default stream, synchronous on return). */
   fg_status (*convert)(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n, void *stream);
-  /* Per-chunk partials of elem/reduce.h into host memory out[nchunks]. */
-  fg_status (*reduce_chunks)(fg_device *dev, const float *x, size_t n, fg_sum2 *out);
+  /* The op layer (device/op.c validated the call). list: count entries in host memory;
+   * stream: never NULL here (the device's default stream when the caller passed none). */
+  fg_status (*op_run)(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
+                      fg_stream *stream);
+  /* Reductions of elem/reduce.h (device/reduce.c validated the call), results left in
+   * device memory; stream never NULL (NULL slot: not implemented). */
+  fg_status (*reduce)(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
+  /* GEMM, fast and exact modes (NULL: not implemented). */
+  fg_status (*gemm)(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
 } fg_backend;
 
 struct fg_device {
@@ -39,11 +52,30 @@ struct fg_device {
   int index;
   char spec[16];
   void *impl; /* backend state */
+  fg_stream *stream; /* the device's own stream (fg_device_stream); impl NULL: CUDA's legacy
+                        default stream, ordered with every synchronous call */
+  /* Held by a call that was given no stream while it uses dev->stream (device/scratch.h
+   * fg_stream_begin), so that threads sharing a device never share its scratch. */
+  pthread_mutex_t stream_lock;
+  void *blas;        /* cuBLAS handle, created on first use under blas_lock (cuda/) */
+  pthread_mutex_t blas_lock;
+  int gemm_mode; /* fg_gemm_mode that FG_GEMM_DEFAULT means here (0: FAST); atomic access */
 };
 
 struct fg_stream {
   fg_device *dev;
   void *impl;
+  bool device_owned; /* dev->stream: fg_stream_free leaves it alone */
+  /* Scratch memory on dev for work queued on this stream (device/scratch.c): grows, never
+   * shrinks, so steady-state calls allocate nothing. */
+  void *scratch;
+  size_t scratch_bytes;
+  /* Two pinned host staging buffers for argument tables copied to the device on this
+   * stream; an event per buffer says when its last copy has been consumed. */
+  void *stage[2];
+  size_t stage_bytes[2];
+  void *stage_event[2];
+  int stage_next;
 };
 
 struct fg_event {

@@ -6,6 +6,7 @@
 #include "forgia/device.h"
 #include "device/backend.h"
 #include "device/hostmem.h"
+#include "device/scratch.h"
 #include "forgia/elem/quant_decode.h"
 
 bool fg_build_has_cuda(void) {
@@ -24,9 +25,34 @@ int fg_cuda_device_count(void) {
 #endif
 }
 
-static fg_status fg_open_cpu(fg_device **out) {
+/* The device's own stream: impl NULL is the backend's default stream (CUDA's legacy stream). */
+static fg_device *fg_device_new(void) {
   fg_device *d = calloc(1, sizeof *d);
-  if (!d) return fg_fail(FG_ERR_NOMEM, "device: out of memory");
+  fg_stream *s = calloc(1, sizeof *s);
+  if (!d || !s) {
+    free(d);
+    free(s);
+    fg_fail(FG_ERR_NOMEM, "device: out of memory");
+    return NULL;
+  }
+  s->dev = d;
+  s->device_owned = true;
+  d->stream = s;
+  pthread_mutex_init(&d->blas_lock, NULL);
+  pthread_mutex_init(&d->stream_lock, NULL);
+  return d;
+}
+
+static void fg_device_delete(fg_device *d) {
+  pthread_mutex_destroy(&d->blas_lock);
+  pthread_mutex_destroy(&d->stream_lock);
+  free(d->stream);
+  free(d);
+}
+
+static fg_status fg_open_cpu(fg_device **out) {
+  fg_device *d = fg_device_new();
+  if (!d) return FG_ERR_NOMEM;
   d->be = &fg_cpu_backend;
   d->kind = FG_DEVICE_CPU;
   snprintf(d->spec, sizeof d->spec, "cpu");
@@ -39,15 +65,15 @@ static fg_status fg_open_cuda(int index, fg_device **out) {
   int n = fg_cuda_count();
   if (n <= 0) return fg_fail(FG_ERR_NO_DEVICE, "device cuda:%d: no CUDA device is present", index);
   if (index >= n) return fg_fail(FG_ERR_NO_DEVICE, "device cuda:%d: only %d CUDA device(s) present", index, n);
-  fg_device *d = calloc(1, sizeof *d);
-  if (!d) return fg_fail(FG_ERR_NOMEM, "device: out of memory");
+  fg_device *d = fg_device_new();
+  if (!d) return FG_ERR_NOMEM;
   d->be = &fg_cuda_backend;
   d->kind = FG_DEVICE_CUDA;
   d->index = index;
   snprintf(d->spec, sizeof d->spec, "cuda:%d", index);
   fg_status s = fg_cuda_init_device(d);
   if (s) {
-    free(d);
+    fg_device_delete(d);
     return s;
   }
   *out = d;
@@ -92,9 +118,12 @@ fg_status fg_device_open(const char *spec, fg_device **out) {
 void fg_device_close(fg_device *dev) {
   if (!dev) return;
   if (dev->be->sync) dev->be->sync(dev);
+  fg_stream_scratch_release(dev->stream);
   if (dev->be->close) dev->be->close(dev);
-  free(dev);
+  fg_device_delete(dev);
 }
+
+fg_stream *fg_device_stream(fg_device *dev) { return dev ? dev->stream : NULL; }
 
 fg_status fg_device_query(const fg_device *dev, fg_device_info *out) {
   if (!dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_device_query: NULL argument");
@@ -184,7 +213,11 @@ fg_status fg_stream_create(fg_device *dev, fg_stream **out) {
 }
 
 void fg_stream_free(fg_stream *s) {
-  if (!s) return;
+  if (!s || s->device_owned) return;
+  if (s->scratch) {
+    s->dev->be->stream_sync(s->dev, s->impl);
+    fg_stream_scratch_release(s);
+  }
   s->dev->be->stream_destroy(s->dev, s->impl);
   free(s);
 }
@@ -265,20 +298,4 @@ fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg
                    fg_dtype_name(st), fg_dtype_info(st)->block_elems);
   if (!n) return FG_OK;
   return dev->be->convert(dev, dst, dt, src, st, n, s ? s->impl : NULL);
-}
-
-fg_status fg_reduce_sum_sumsq(fg_device *dev, const float *x, size_t n, double *sum, double *sumsq) {
-  if (!dev || (n && !x) || !sum || !sumsq) return fg_fail(FG_ERR_INVALID_ARG, "fg_reduce_sum_sumsq: NULL argument");
-  size_t nc = fg_reduce_nchunks(n), p2 = 1;
-  while (p2 < nc) p2 *= 2;
-  fg_sum2 *part = calloc(p2, sizeof *part);
-  if (!part) return fg_fail(FG_ERR_NOMEM, "reduce: cannot allocate %zu partials", p2);
-  fg_status s = n ? dev->be->reduce_chunks(dev, x, n, part) : FG_OK;
-  if (s == FG_OK) {
-    fg_reduce_tree(part, p2);
-    *sum = fg_reduce_canonical(part[0].sum);
-    *sumsq = fg_reduce_canonical(part[0].sumsq);
-  }
-  free(part);
-  return s;
 }

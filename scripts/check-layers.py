@@ -20,10 +20,12 @@ EXTS = (".c", ".h", ".cu", ".cuh", ".cpp")
 # Public headers, by the layer that implements them.
 PUBLIC = {
     "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
-    "device.h": "device", "topology.h": "device",
+    "device.h": "device", "topology.h": "device", "tensor.h": "device", "ops.h": "device",
+    "rng.h": "device", "reduce.h": "device", "gemm.h": "device",
     "mapping.h": "host", "load.h": "host",
     "gguf.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "ckpt.h": "formats",
+    "tensor_ckpt.h": "training",
     "forgia.h": "umbrella",
 }
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libgtest-dev python3-venv)
+debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libopenblas-dev libgtest-dev python3-venv)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

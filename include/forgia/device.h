@@ -13,7 +13,9 @@
  * the device on the calling thread; the backends keep no mutable per-device state); close it
  * only when no thread uses it and its memory, streams and events are freed. fg_device_sync
  * waits for the work of every thread on that device. A stream or an event is used by one
- * thread at a time: work queued on one stream from two threads runs in no defined order. */
+ * thread at a time: work queued on one stream from two threads runs in no defined order.
+ * Calls that take a stream and are given NULL run synchronously on the device's own stream
+ * (fg_device_stream), taking turns on it, so any number of threads may make them. */
 #ifndef FORGIA_DEVICE_H
 #define FORGIA_DEVICE_H
 
@@ -79,6 +81,10 @@ FG_API void fg_host_free_pinned(fg_device *dev, void *ptr);
 
 /* Streams and events. */
 FG_API fg_status fg_stream_create(fg_device *dev, fg_stream **out);
+/* The device's own stream, owned by the device (fg_stream_free ignores it): work queued on
+ * it is ordered with the device's synchronous calls (on CUDA it is the legacy default
+ * stream). Calls that take a stream and get NULL run synchronously on it. */
+FG_API fg_stream *fg_device_stream(fg_device *dev);
 FG_API void fg_stream_free(fg_stream *s);
 FG_API fg_status fg_stream_sync(fg_stream *s);
 FG_API fg_status fg_device_copy_async(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind,
@@ -99,10 +105,6 @@ FG_API fg_status fg_event_elapsed_ms(fg_event *start, fg_event *end, float *ms);
  * FG_ERR_BAD_ROW). The same bits on every backend: both call the elem/ functions. */
 FG_API fg_status fg_convert(fg_device *dev, void *dst, fg_dtype dst_type, const void *src, fg_dtype src_type, size_t n,
                      fg_stream *s);
-
-/* Sum and sum of squares of n f32 values in device memory, in f64 on the fixed grid of
- * elem/reduce.h: the result is the same bits on every device and for any thread count. */
-FG_API fg_status fg_reduce_sum_sumsq(fg_device *dev, const float *x, size_t n, double *sum, double *sumsq);
 
 #ifdef __cplusplus
 }

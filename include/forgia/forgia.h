@@ -33,11 +33,17 @@
 #include "forgia/mapping.h"
 #include "forgia/topology.h"
 #include "forgia/device.h"
+#include "forgia/tensor.h"
+#include "forgia/ops.h"
+#include "forgia/rng.h"
+#include "forgia/reduce.h"
+#include "forgia/gemm.h"
 #include "forgia/gguf.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
 #include "forgia/quant.h"
 #include "forgia/export.h"
 #include "forgia/load.h"
+#include "forgia/tensor_ckpt.h"
 
 #endif

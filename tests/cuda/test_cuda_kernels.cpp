@@ -60,27 +60,6 @@ TEST(CudaKernels, ConvertMatchesCpuBitwise) {
   fg_device_free(b.gpu, df);
 }
 
-TEST(CudaKernels, ReductionMatchesCpuBitwise) {
-  FGT_REQUIRE_CUDA();
-  Both b;
-  ASSERT_EQ(FG_OK, fg_device_open("cpu", &b.cpu));
-  ASSERT_EQ(FG_OK, fg_device_open("cuda", &b.gpu));
-  std::vector<float> x = fgt::gaussian(10'000'019, 5, 10.0f);
-  x[77] = 1e38f, x[78] = -1e38f, x[1000] = 1e-42f, x[1001] = -0.0f;
-  for (int round = 0; round < 2; round++) {
-    if (round == 1) x[5'000'000] = std::numeric_limits<float>::quiet_NaN();
-    void *dx;
-    ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, x.size() * 4, &dx));
-    ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, dx, x.data(), x.size() * 4, FG_COPY_H2D));
-    double cs, cq, gs, gq;
-    ASSERT_EQ(FG_OK, fg_reduce_sum_sumsq(b.cpu, x.data(), x.size(), &cs, &cq));
-    ASSERT_EQ(FG_OK, fg_reduce_sum_sumsq(b.gpu, (const float *)dx, x.size(), &gs, &gq)) << fg_last_error();
-    EXPECT_EQ(0, std::memcmp(&cs, &gs, 8)) << cs << " vs " << gs;
-    EXPECT_EQ(0, std::memcmp(&cq, &gq, 8)) << cq << " vs " << gq;
-    fg_device_free(b.gpu, dx);
-  }
-}
-
 TEST(CudaKernels, DeviceMemoryStreamsEvents) {
   FGT_REQUIRE_CUDA();
   fg_device *d;

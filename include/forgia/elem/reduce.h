@@ -1,62 +1,112 @@
-/* The fixed reduction grid (DESIGN.md, numerics rule 3).
+/* The fixed reduction grid (DESIGN.md, numerics rule 3): Fucina's sumSquares grid
+ * (src/optim.zig, sumSquares / sumSquaresChunk; reference sheet 3.4), used for every
+ * reduction, so that clipping, the APOLLO limiter and Muon see Fucina's bits.
  *
- * Input: n f32 values x[0..n). Output: sum and sum of squares in f64.
+ * Each value is widened exactly (f16/bf16 -> f32 -> f64) and mapped by the op: v (SUM),
+ * v*v (SUMSQ; exact in f64, so contraction could not change it) or |v| (MAXABS). Values
+ * combine with (+): f64 addition for SUM and SUMSQ, a NaN-propagating maximum for MAXABS.
  *
- *   chunk c covers x[c*FG_REDUCE_CHUNK .. (c+1)*FG_REDUCE_CHUNK) (the last one may be short);
- *   lane l of a chunk (0 <= l < FG_REDUCE_LANES) accumulates, in f64 and in index order,
- *     x[c*CHUNK + l + k*LANES] for k = 0, 1, ... while inside the chunk and below n;
- *   the LANES lane values of a chunk combine by the pairwise tree fg_reduce_tree
- *     (step s = LANES/2, LANES/4, ..., 1: v[i] += v[i+s] for i < s);
- *   the chunk values combine by the same tree over the next power of two, missing
- *     entries being +0.0.
+ *   The grid depends only on the length n: chunks of FG_REDUCE_CHUNK = 2^15 elements, the
+ *   last one possibly short. In a chunk of m elements, FG_REDUCE_LANES = 16 f64 lanes start
+ *   at +0.0 (Fucina's four 4-lane accumulators A0..A3: lane j is A[j/4][j%4]), then
+ *     1. for k = 0 .. m/16-1 ascending: lane j (+)= f(x[16k + j]);
+ *     2. each whole group of 4 after those strides, in order: lane q (+)= f(its element q),
+ *        q = 0..3 (Fucina's leftover groups, into A0);
+ *     3. c_q = (lane q (+) lane 4+q) (+) (lane 8+q (+) lane 12+q), then
+ *        r = ((c_0 (+) c_1) (+) c_2) (+) c_3;
+ *     4. the last m % 4 elements in index order: r (+)= f(x[i]).
+ *   A tensor's result is +0.0 (+) r_0 (+) r_1 (+) ... in chunk order (Fucina returns a
+ *   lone chunk as is; the same bits, since r is never -0.0). No values give +0.0.
+ *   A list's total is +0.0 (+) result_0 (+) result_1 (+) ... in list order: Fucina's
+ *   gradSquaredNorm, which clipGradNorm takes the square root of.
  *
- * A CUDA block of LANES threads computes one chunk exactly this way (shared-memory tree in
- * the same order); the CPU runs chunks on any number of threads and emulates the same tree,
- * so the bits do not depend on the device or the thread count. x*x is exact in f64 (24-bit
- * significands), so contraction could not change it either. A NaN result is returned as the
- * canonical quiet NaN, because NaN payload propagation differs between CPUs and GPUs. */
+ * Every result, partial or final, is therefore a pure function of the values: the same bits
+ * on every device and for any thread count, and for SUMSQ of f32 values Fucina's own bits.
+ * The CPU (cpu/cpu_reduce.c) and the CUDA kernel (cuda/kernels/reduce.cu) call the
+ * functions below; they differ only in how they schedule chunks and stage memory.
+ *
+ * NaN: any NaN value (or, for SUM, inf + -inf) makes the result NaN, stored as the canonical
+ * quiet NaN 0x7ff8000000000000 (fg_reduce_canonical), because CPUs and GPUs propagate NaN
+ * payloads differently. MAXABS is NaN when any value is NaN; a NaN per-tensor result makes
+ * the list total NaN for every op. */
 #ifndef FORGIA_ELEM_REDUCE_H
 #define FORGIA_ELEM_REDUCE_H
 
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "forgia/elem/dtype_enum.h"
+#include "forgia/elem/half.h"
 #include "forgia/elem/hd.h"
+#include "forgia/elem/reduce_op.h"
 
-#define FG_REDUCE_CHUNK 4096
-#define FG_REDUCE_LANES 256
+#define FG_REDUCE_CHUNK 32768u /* 2^15, Fucina's sumsq_chunk_len */
+#define FG_REDUCE_LANES 16u    /* 4 accumulators x 4 lanes = one 16-element stride */
 
-typedef struct fg_sum2 {
-  double sum, sumsq;
-} fg_sum2;
+/* Chunks of a tensor of n values; an empty tensor has one empty chunk (result +0.0), so
+ * that every tensor of a list owns at least one partial. */
+static inline FG_HD size_t fg_reduce_nchunks(size_t n) { return n ? (n - 1) / FG_REDUCE_CHUNK + 1 : 1; }
 
-static inline FG_HD size_t fg_reduce_nchunks(size_t n) { return (n + FG_REDUCE_CHUNK - 1) / FG_REDUCE_CHUNK; }
-
-/* Lane l of chunk c. */
-static inline FG_HD fg_sum2 fg_reduce_lane(const float *x, size_t n, size_t c, unsigned l) {
-  fg_sum2 a = {0.0, 0.0};
-  size_t end = (c + 1) * (size_t)FG_REDUCE_CHUNK;
-  if (end > n) end = n;
-  for (size_t i = c * (size_t)FG_REDUCE_CHUNK + l; i < end; i += FG_REDUCE_LANES) {
-    double v = (double)x[i];
-    a.sum = a.sum + v;
-    a.sumsq = a.sumsq + v * v;
-  }
-  return a;
+/* Element i of x, widened exactly (dtype f32, f16 or bf16). */
+static inline FG_HD float fg_reduce_widen(const void *x, fg_dtype t, size_t i) {
+  if (t == FG_F16) return fg_f16_to_f32(((const uint16_t *)x)[i]);
+  if (t == FG_BF16) return fg_bf16_to_f32(((const uint16_t *)x)[i]);
+  return ((const float *)x)[i];
 }
 
-/* In-place pairwise tree over count values (count a power of two); result in v[0]. */
-static inline FG_HD void fg_reduce_tree(fg_sum2 *v, size_t count) {
-  for (size_t s = count / 2; s > 0; s /= 2) {
-    for (size_t i = 0; i < s; i++) {
-      v[i].sum = v[i].sum + v[i + s].sum;
-      v[i].sumsq = v[i].sumsq + v[i + s].sumsq;
-    }
-  }
+static inline FG_HD double fg_reduce_map(int op, float x) {
+  const double v = (double)x;
+  if (op == FG_REDUCE_SUMSQ) return v * v;
+  if (op == FG_REDUCE_MAXABS) return fabs(v);
+  return v;
 }
 
-/* Host side: applied once to the final result. */
-static inline double fg_reduce_canonical(double d) {
-  return d != d ? __builtin_nan("") : d;
+/* (+). The maximum returns a when a is NaN and b when b is NaN (a > NaN is false). */
+static inline FG_HD double fg_reduce_join(int op, double a, double b) {
+  if (op == FG_REDUCE_MAXABS) return (a > b || a != a) ? a : b;
+  return a + b;
+}
+
+static inline FG_HD double fg_reduce_step(int op, double acc, float x) {
+  return fg_reduce_join(op, acc, fg_reduce_map(op, x));
+}
+
+/* Step 1 over nstrides whole strides of x (x[0] is a stride's first element). */
+static inline FG_HD void fg_reduce_strides(int op, double *lane, const float *x, size_t nstrides) {
+  for (size_t k = 0; k < nstrides; k++)
+    for (unsigned j = 0; j < FG_REDUCE_LANES; j++) lane[j] = fg_reduce_step(op, lane[j], x[k * FG_REDUCE_LANES + j]);
+}
+
+/* Steps 2 to 4: lane[] after step 1 and the nrest (< 16) elements after the last stride. */
+static inline FG_HD double fg_reduce_chunk_end(int op, const double *lane, const float *rest, unsigned nrest) {
+  double a[4];
+  for (unsigned q = 0; q < 4; q++) a[q] = lane[q];
+  unsigned i = 0;
+  for (; i + 4 <= nrest; i += 4)
+    for (unsigned q = 0; q < 4; q++) a[q] = fg_reduce_step(op, a[q], rest[i + q]);
+  double c[4];
+  for (unsigned q = 0; q < 4; q++)
+    c[q] = fg_reduce_join(op, fg_reduce_join(op, a[q], lane[4 + q]), fg_reduce_join(op, lane[8 + q], lane[12 + q]));
+  double r = fg_reduce_join(op, fg_reduce_join(op, fg_reduce_join(op, c[0], c[1]), c[2]), c[3]);
+  for (; i < nrest; i++) r = fg_reduce_step(op, r, rest[i]);
+  return r;
+}
+
+/* One chunk of m (<= FG_REDUCE_CHUNK) f32 values, whole. */
+static inline FG_HD double fg_reduce_chunk(int op, const float *x, size_t m) {
+  double lane[FG_REDUCE_LANES];
+  for (unsigned j = 0; j < FG_REDUCE_LANES; j++) lane[j] = 0.0;
+  const size_t s = m / FG_REDUCE_LANES;
+  fg_reduce_strides(op, lane, x, s);
+  return fg_reduce_chunk_end(op, lane, x + s * FG_REDUCE_LANES, (unsigned)(m - s * FG_REDUCE_LANES));
+}
+
+/* Applied to every result that leaves a reduction (per tensor and total). */
+static inline FG_HD double fg_reduce_canonical(double d) {
+  union { uint64_t u; double d; } v;
+  v.u = 0x7ff8000000000000ull;
+  return d != d ? v.d : d;
 }
 
 #endif

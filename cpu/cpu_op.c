@@ -1,0 +1,140 @@
+/* The CPU launcher of the op layer: OpenMP over the chunk table (device/op_chunks.h), each
+ * chunk a loop calling the op's elem/ function per element (per pair for W = 2). Every
+ * element is computed alone, so the bits do not depend on the thread count or the cut.
+ *
+ * Each op gets its own loop (the FG_OP_TABLE expansion below) so that the compiler inlines
+ * the elem function and vectorises the all-f32 case; the AVX2 clone runs the same IEEE
+ * operations lane by lane (no FMA: -ffp-contract=off), so it gives the same bits. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu/cpu_ops.h"
+#include "device/backend.h"
+#include "device/op_chunks.h"
+#include "device/scratch.h"
+#include "forgia/elem/half.h"
+#include "forgia/ops.h"
+
+/* Elements per work item: large enough to amortise the loop set-up, small enough that
+ * 1,000 small tensors spread over all threads. */
+#define FG_CPU_OP_CHUNK 32768
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FG_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FG_CPU_CLONES
+#endif
+
+#define FG_ALWAYS_INLINE inline __attribute__((always_inline))
+
+static FG_ALWAYS_INLINE float fg_ld(const void *p, fg_dtype d, size_t i) {
+  switch (d) {
+    case FG_F32: return ((const float *)p)[i];
+    case FG_F16: return fg_f16_to_f32(((const uint16_t *)p)[i]);
+    case FG_BF16: return fg_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return (float)((const uint8_t *)p)[i];
+  }
+}
+
+static FG_ALWAYS_INLINE void fg_st(void *p, fg_dtype d, size_t i, float v) {
+  switch (d) {
+    case FG_F32: ((float *)p)[i] = v; break;
+    case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
+    case FG_BF16: ((uint16_t *)p)[i] = fg_f32_to_bf16(v); break;
+    default: ((uint8_t *)p)[i] = v != 0.0f; break;
+  }
+}
+
+typedef void (*fg_op_fn)(const fg_op_params *, fg_op_vals *, uint64_t, uint64_t);
+
+/* One element (W = 1) or the pair whose even counter is c (W = 2); lanes outside
+ * [lo, hi) are neither loaded nor stored. All-f32 lists take the f32 branch, which the
+ * compiler vectorises after inlining. */
+static FG_ALWAYS_INLINE void fg_cpu_group(fg_op_fn fn, unsigned W, unsigned ns, unsigned rm, unsigned wm, bool f32,
+                                          const fg_op_params *P, const fg_op_args *a, size_t i0, size_t lo, size_t hi) {
+  fg_op_vals v[2] = {{0}};
+#pragma GCC unroll 2
+  for (unsigned w = 0; w < W; w++) {
+    const size_t i = i0 + w;
+    if (i < lo || i >= hi) continue;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < ns; k++)
+      if (rm >> k & 1u) v[w][k] = f32 ? ((const float *)a->ptr[k])[i] : fg_ld(a->ptr[k], a->dtype[k], i);
+  }
+  fn(P, v, a->seed, a->index0 + i0);
+#pragma GCC unroll 2
+  for (unsigned w = 0; w < W; w++) {
+    const size_t i = i0 + w;
+    if (i < lo || i >= hi) continue;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < ns; k++)
+      if (wm >> k & 1u) {
+        if (f32)
+          ((float *)a->ptr[k])[i] = v[w][k];
+        else
+          fg_st(a->ptr[k], a->dtype[k], i, v[w][k]);
+      }
+  }
+}
+
+static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, unsigned rm, unsigned wm,
+                                         const fg_op_params *P, const fg_op_args *a, size_t lo, size_t hi) {
+  bool f32 = true;
+#pragma GCC unroll 4
+  for (unsigned k = 0; k < ns; k++) f32 = f32 && a->dtype[k] == FG_F32;
+  if (W == 1) {
+    if (f32) {
+      for (size_t i = lo; i < hi; i++) fg_cpu_group(fn, 1, ns, rm, wm, true, P, a, i, i, i + 1);
+    } else {
+      for (size_t i = lo; i < hi; i++) fg_cpu_group(fn, 1, ns, rm, wm, false, P, a, i, i, i + 1);
+    }
+    return;
+  }
+  /* W = 2: pairs are aligned on even counters, so with an odd index0 the first and last
+   * elements of a span may belong to pairs that straddle it; those are computed whole and
+   * stored in part. The middle runs over full pairs only. */
+  size_t i = lo;
+  if ((a->index0 + i) & 1u) {
+    fg_cpu_group(fn, 2, ns, rm, wm, f32, P, a, i - 1, lo, hi);
+    i++;
+  }
+  if (f32) {
+    for (; i + 1 < hi; i += 2) fg_cpu_group(fn, 2, ns, rm, wm, true, P, a, i, i, i + 2);
+  } else {
+    for (; i + 1 < hi; i += 2) fg_cpu_group(fn, 2, ns, rm, wm, false, P, a, i, i, i + 2);
+  }
+  if (i < hi) fg_cpu_group(fn, 2, ns, rm, wm, f32, P, a, i, lo, hi);
+}
+
+typedef void (*fg_cpu_span_fn)(const fg_op_params *, const fg_op_args *, size_t, size_t);
+
+#define FG_CPU_OP_SPAN_(E, name, W, ns, rm, wm, d0, d1, d2, d3)                                   \
+  FG_CPU_CLONES static void fg_cpu_span_##name(const fg_op_params *P, const fg_op_args *a, size_t lo, \
+                                               size_t hi) {                                        \
+    fg_cpu_span(fg_op_##name, W, ns, rm, wm, P, a, lo, hi);                                        \
+  }
+FG_OP_TABLE(FG_CPU_OP_SPAN_)
+#undef FG_CPU_OP_SPAN_
+
+static const fg_cpu_span_fn fg_cpu_spans[] = {
+#define FG_CPU_OP_PTR_(E, name, W, ns, rm, wm, d0, d1, d2, d3) fg_cpu_span_##name,
+    FG_OP_TABLE(FG_CPU_OP_PTR_)
+#undef FG_CPU_OP_PTR_
+};
+
+fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
+                        fg_stream *stream) {
+  (void)dev;
+  const size_t nchunks = fg_op_chunk_count(list, count, FG_CPU_OP_CHUNK);
+  void *mem;
+  fg_status st = fg_stream_scratch(stream, nchunks * sizeof(fg_op_chunk), &mem);
+  if (st) return st;
+  fg_op_chunk *ch = mem;
+  fg_op_chunk_fill(list, count, FG_CPU_OP_CHUNK, ch);
+  const fg_cpu_span_fn span = fg_cpu_spans[op];
+  /* A single short chunk is not worth waking the thread team. */
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+  for (long c = 0; c < (long)nchunks; c++)
+    span(p, &list[ch[c].t], (size_t)ch[c].start, (size_t)(ch[c].start + ch[c].len));
+  return FG_OK;
+}

@@ -1,0 +1,70 @@
+/* The op layer's front: one validation for every backend, then the backend's launcher. */
+#include <stdbool.h>
+
+#include "device/backend.h"
+#include "device/scratch.h"
+#include "forgia/ops.h"
+
+typedef struct fg_op_info {
+  const char *name;
+  unsigned width, nstreams, read, write;
+  unsigned dt[FG_OP_MAX_STREAMS];
+} fg_op_info;
+
+static const fg_op_info fg_op_infos[] = {
+#define FG_OP_INFO_(E, name, W, ns, rm, wm, d0, d1, d2, d3) {#name, W, ns, rm, wm, {d0, d1, d2, d3}},
+    FG_OP_TABLE(FG_OP_INFO_)
+#undef FG_OP_INFO_
+};
+
+const char *fg_op_name(fg_op_kind op) {
+  return (unsigned)op < FG_OP_KIND_COUNT ? fg_op_infos[op].name : NULL;
+}
+
+static bool fg_op_dtype_ok(unsigned set, fg_dtype d) {
+  switch (set) {
+    case FG_OP_DT_FLOAT: return d == FG_F32 || d == FG_F16 || d == FG_BF16;
+    case FG_OP_DT_F32: return d == FG_F32;
+    case FG_OP_DT_MASK: return d == FG_U8 || d == FG_BOOL;
+    default: return false;
+  }
+}
+
+static const char *fg_op_dtype_set_name(unsigned set) {
+  switch (set) {
+    case FG_OP_DT_FLOAT: return "f32, f16 or bf16";
+    case FG_OP_DT_F32: return "f32";
+    default: return "u8 or bool";
+  }
+}
+
+fg_status fg_op_run(fg_device *dev, fg_op_kind op, const fg_op_params *params, const fg_op_args *list, size_t count,
+                    fg_stream *s) {
+  if (!dev || !params || (count && !list)) return fg_fail(FG_ERR_INVALID_ARG, "fg_op_run: NULL argument");
+  if ((unsigned)op >= FG_OP_KIND_COUNT) return fg_fail(FG_ERR_INVALID_ARG, "fg_op_run: unknown op %d", (int)op);
+  if (s && s->dev != dev)
+    return fg_fail(FG_ERR_INVALID_ARG, "op %s: the stream belongs to %s, not %s", fg_op_infos[op].name, s->dev->spec,
+                   dev->spec);
+  const fg_op_info *in = &fg_op_infos[op];
+  if (op == FG_OP_CLIP_SCALE && !params->dscalar)
+    return fg_fail(FG_ERR_INVALID_ARG, "op %s: params.dscalar must point to the sum of squares on %s", in->name,
+                   dev->spec);
+  size_t work = 0;
+  for (size_t t = 0; t < count; t++) {
+    const fg_op_args *a = &list[t];
+    for (unsigned k = 0; k < in->nstreams; k++) {
+      if (!fg_op_dtype_ok(in->dt[k], a->dtype[k]))
+        return fg_fail(FG_ERR_TYPE, "op %s: tensor %zu of the list, stream %u: dtype %s, expected %s", in->name, t, k,
+                       fg_dtype_name(a->dtype[k]) ? fg_dtype_name(a->dtype[k]) : "(invalid)",
+                       fg_op_dtype_set_name(in->dt[k]));
+      if (a->n && !a->ptr[k])
+        return fg_fail(FG_ERR_INVALID_ARG, "op %s: tensor %zu of the list, stream %u: NULL data for %zu elements",
+                       in->name, t, k, a->n);
+    }
+    work += a->n;
+  }
+  if (!work) return FG_OK;
+  if (!dev->be->op_run) return fg_fail(FG_ERR_UNSUPPORTED, "op %s: the %s backend has no op layer", in->name, dev->spec);
+  fg_stream *run = fg_stream_begin(dev, s);
+  return fg_stream_end(dev, s, dev->be->op_run(dev, (int)op, params, list, count, run));
+}

@@ -1,0 +1,111 @@
+/* The op table: every elementwise op of the op layer, written once (DESIGN.md rule 1).
+ *
+ * An op is an FG_HD function fg_op_<name>(P, v, seed, c) over W consecutive elements:
+ * v[w][k] holds stream k of element w widened to f32 (streams the op reads are loaded;
+ * the others are 0), c is the stream counter of v[0] (index0 + element index; even for
+ * W = 2), and the op leaves the results of the streams it writes in v. The launchers
+ * (cpu/cpu_op.c, cuda/kernels/op.cu) load, call and narrow back (f16: RNE; bf16: Fucina's
+ * rule, elem/half.h), so an op computes on its pre-narrowing values within an element,
+ * as Fucina does with bf16 optimizer state. Adding an op: its function here, one line of
+ * FG_OP_TABLE, and its tests (tests/cpu/test_ops.cpp, tests/cuda/test_cuda_ops.cpp). */
+#ifndef FORGIA_ELEM_OP_TABLE_H
+#define FORGIA_ELEM_OP_TABLE_H
+
+#include <math.h>
+
+#include "forgia/elem/hd.h"
+#include "forgia/elem/op_params.h"
+#include "forgia/elem/rng.h"
+
+/* Per stream, the dtypes it may hold. */
+#define FG_OP_DT_NONE 0u
+#define FG_OP_DT_FLOAT 1u /* f32, f16, bf16 */
+#define FG_OP_DT_F32 2u   /* f32 only (gradients) */
+#define FG_OP_DT_MASK 3u  /* u8 or bool: 0 or 1 */
+
+typedef float fg_op_vals[FG_OP_MAX_STREAMS];
+
+/* fill: s0 = f[0]. */
+static inline FG_HD void fg_op_fill(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  v[0][0] = P->f[0];
+}
+
+/* scale: s0 = s0 * f[0]. */
+static inline FG_HD void fg_op_scale(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  v[0][0] = v[0][0] * P->f[0];
+}
+
+/* axpy: s0 = s0 + f[0] * s1 (mul, then add: no FMA). s0 and s1 may alias. */
+static inline FG_HD void fg_op_axpy(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  v[0][0] = v[0][0] + P->f[0] * v[0][1];
+}
+
+/* clip_scale: Fucina's clipGradNorm applied from a device-resident sum of squares, so a
+ * clip needs no host round trip: total = f32(sqrt(*dscalar)), coef = f[0] / (total + 1e-6)
+ * (f[0] = max_norm), s0 = s0 * coef only when coef < 1. */
+static inline FG_HD void fg_op_clip_scale(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  const float total = (float)sqrt(*P->dscalar);
+  const float coef = P->f[0] / (total + 1e-6f);
+  if (coef < 1.0f) v[0][0] = v[0][0] * coef;
+}
+
+/* adamw: s0 param, s1 grad (f32), s2 m, s3 v; Fucina's AdamW element (reference 3.3) with
+ * f[0] keep = f32(1 - lr*wd), f[1] omb1 = f32(1 - beta1), f[2] beta2, f[3] omb2,
+ * f[4] step_size = f32(lr / bc1), f[5] bc2s = f32(sqrt(bc2)), f[6] eps. */
+static inline FG_HD void fg_op_adamw(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  const float p = v[0][0], g = v[0][1];
+  const float pd = p * P->f[0];
+  const float m = v[0][2] + P->f[1] * (g - v[0][2]);
+  const float s = P->f[2] * v[0][3] + (P->f[3] * g) * g;
+  v[0][0] = pd - P->f[4] * (m / (sqrtf(s) / P->f[5] + P->f[6]));
+  v[0][2] = m;
+  v[0][3] = s;
+}
+
+/* rng_uniform: s0 = uniformFill's value of counter c: d[0] lo64, d[1] span, f[0] hi,
+ * f[1] the largest f32 below hi (fg_rng_uniform_params). Kaiming-uniform is this with
+ * lo = -bound, hi = bound. */
+static inline FG_HD void fg_op_rng_uniform(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  const fg_rng_uniform_params u = {P->d[0], P->d[1], P->f[0], P->f[1]};
+  v[0][0] = fg_rng_uniform_value(&u, fg_rng_at(seed, c));
+}
+
+/* rng_gauss_fast (W = 2): gaussianFillAtFast, one pair per call; f[0] scale. */
+static inline FG_HD void fg_op_rng_gauss_fast(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  float e, o;
+  fg_rng_gauss_fast_pair(seed, c, &e, &o);
+  v[0][0] = e * P->f[0];
+  v[1][0] = o * P->f[0];
+}
+
+/* rng_keep_mask: s0 = 1 when inverted dropout keeps counter c (u[0] = keep cutoff), else 0. */
+static inline FG_HD void fg_op_rng_keep_mask(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  v[0][0] = fg_rng_keep(fg_rng_at(seed, c), P->u[0]) ? 1.0f : 0.0f;
+}
+
+/* dropout: s0 = s1 * f[0] where kept (u[0] cutoff, f[0] = f32(1 / (1 - p))), else 0.
+ * s0 and s1 may alias; the backward pass runs the same op on the gradient. */
+static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  v[0][0] = fg_rng_keep(fg_rng_at(seed, c), P->u[0]) ? v[0][1] * P->f[0] : 0.0f;
+}
+
+/* X(ENUM, name, W, streams, read mask, write mask, dtype set of streams 0..3) */
+#define FG_OP_TABLE(X)                                                                                     \
+  X(FILL, fill, 1, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE)             \
+  X(SCALE, scale, 1, 1, 0x1u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE)           \
+  X(AXPY, axpy, 1, 2, 0x3u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE)            \
+  X(CLIP_SCALE, clip_scale, 1, 1, 0x1u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE) \
+  X(ADAMW, adamw, 1, 4, 0xFu, 0xDu, FG_OP_DT_FLOAT, FG_OP_DT_F32, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT)          \
+  X(RNG_UNIFORM, rng_uniform, 1, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE) \
+  X(RNG_GAUSS_FAST, rng_gauss_fast, 2, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE,       \
+    FG_OP_DT_NONE)                                                                                         \
+  X(RNG_KEEP_MASK, rng_keep_mask, 1, 1, 0x0u, 0x1u, FG_OP_DT_MASK, FG_OP_DT_NONE, FG_OP_DT_NONE,          \
+    FG_OP_DT_NONE)                                                                                         \
+  X(DROPOUT, dropout, 1, 2, 0x2u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE)
+
+#endif

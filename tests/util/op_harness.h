@@ -1,0 +1,185 @@
+// Runs an op of the op layer over a list of host-side tensors on any device, and builds
+// inputs with every special class of float, for the CPU and CUDA op tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "forgia/elem/half.h"
+#include "forgia/forgia.h"
+#include "testutil.h"
+
+namespace fgt {
+
+// One tensor of a list: raw bytes per stream (dtype given by the case).
+struct OpTensor {
+  std::vector<uint8_t> s[FG_OP_MAX_STREAMS];
+  size_t n = 0;
+  uint64_t seed = 0, index0 = 0;
+};
+
+struct OpCase {
+  fg_op_kind op;
+  fg_op_params p;
+  fg_dtype dt[FG_OP_MAX_STREAMS];
+  unsigned nstreams;
+};
+
+inline size_t op_elem_bytes(fg_dtype d) { return d == FG_F32 ? 4 : (d == FG_F16 || d == FG_BF16) ? 2 : 1; }
+
+// f32 bit patterns of every class: zeros, infinities, NaNs with payloads, subnormals,
+// the largest finite, f16/bf16 rounding ties and overflow edges.
+inline const std::vector<uint32_t> &special_bits() {
+  static const std::vector<uint32_t> v = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                          0xffc00001u, 0x7f800001u, 0x00000001u, 0x807fffffu, 0x7f7fffffu,
+                                          0x477fe000u, 0x477ff000u, 0x33000000u, 0x33000001u, 0x3f808000u,
+                                          0x3f818000u, 0x38800000u, 0x387fffffu, 0xbf800000u, 0x3f800000u};
+  return v;
+}
+
+// n values of one stream in dtype d: a gaussian bulk (scale) with specials scattered; for
+// a mask, 0/1 bytes. positive: absolute values (second moments).
+inline std::vector<uint8_t> op_stream_values(fg_dtype d, size_t n, uint64_t seed, float scale, bool positive,
+                                             bool specials = true) {
+  std::vector<float> x = gaussian(n, seed, scale);
+  if (specials) {
+    const auto &sp = special_bits();
+    size_t k = seed % sp.size();
+    for (size_t i = seed % 7; i < n; i += 997) std::memcpy(&x[i], &sp[k++ % sp.size()], 4);
+  }
+  if (positive)
+    for (float &v : x) v = std::fabs(v);
+  std::vector<uint8_t> out(n * op_elem_bytes(d));
+  for (size_t i = 0; i < n; i++) {
+    if (d == FG_F32) {
+      std::memcpy(&out[i * 4], &x[i], 4);
+    } else if (d == FG_F16 || d == FG_BF16) {
+      uint16_t h = d == FG_F16 ? fg_f32_to_f16(x[i]) : fg_f32_to_bf16(x[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    } else {
+      out[i] = x[i] > 0.0f;
+    }
+  }
+  return out;
+}
+
+// Runs c over the list on dev and returns the list with every stream read back.
+inline std::vector<OpTensor> op_run_on(fg_device *dev, const OpCase &c, const std::vector<OpTensor> &in) {
+  std::vector<OpTensor> out = in;
+  std::vector<fg_op_args> args(in.size());
+  std::vector<void *> mem;
+  for (size_t t = 0; t < in.size(); t++) {
+    fg_op_args &a = args[t];
+    std::memset(&a, 0, sizeof a);
+    a.n = in[t].n;
+    a.seed = in[t].seed;
+    a.index0 = in[t].index0;
+    for (unsigned k = 0; k < FG_OP_MAX_STREAMS; k++) {
+      a.dtype[k] = c.dt[k];
+      if (k >= c.nstreams || in[t].s[k].empty()) continue;
+      void *p = nullptr;
+      EXPECT_EQ(FG_OK, fg_device_alloc(dev, in[t].s[k].size(), &p)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_device_copy(dev, p, in[t].s[k].data(), in[t].s[k].size(), FG_COPY_H2D));
+      mem.push_back(p);
+      a.ptr[k] = p;
+    }
+  }
+  EXPECT_EQ(FG_OK, fg_op_run(dev, c.op, &c.p, args.data(), args.size(), nullptr)) << fg_last_error();
+  for (size_t t = 0; t < in.size(); t++) {
+    for (unsigned k = 0; k < c.nstreams; k++) {
+      if (args[t].ptr[k]) {
+        EXPECT_EQ(FG_OK, fg_device_copy(dev, out[t].s[k].data(), args[t].ptr[k], out[t].s[k].size(), FG_COPY_D2H));
+      }
+    }
+  }
+  for (void *p : mem) fg_device_free(dev, p);
+  return out;
+}
+
+inline bool op_lists_equal(const std::vector<OpTensor> &a, const std::vector<OpTensor> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t t = 0; t < a.size(); t++)
+    for (unsigned k = 0; k < FG_OP_MAX_STREAMS; k++)
+      if (a[t].s[k] != b[t].s[k]) return false;
+  return true;
+}
+
+// The Fucina AdamW scalars (reference section 3.3) for step t, prepared in f64 and rounded
+// once, as the optimizer layer will.
+inline fg_op_params adamw_params(double lr, double b1, double b2, double eps, double wd, uint64_t t) {
+  fg_op_params p;
+  std::memset(&p, 0, sizeof p);
+  const double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
+  p.f[0] = wd == 0.0 ? 1.0f : (float)(1.0 - lr * wd);
+  p.f[1] = (float)(1.0 - b1);
+  p.f[2] = (float)b2;
+  p.f[3] = (float)(1.0 - b2);
+  p.f[4] = (float)(lr / bc1);
+  p.f[5] = (float)std::sqrt(bc2);
+  p.f[6] = (float)eps;
+  return p;
+}
+
+// A case for each op of the table, with the given float dtype for the float streams.
+inline std::vector<OpCase> op_cases(fg_dtype fd) {
+  std::vector<OpCase> v;
+  auto mk = [&](fg_op_kind op, unsigned ns) {
+    OpCase c;
+    std::memset(&c, 0, sizeof c);
+    c.op = op;
+    c.nstreams = ns;
+    for (unsigned k = 0; k < FG_OP_MAX_STREAMS; k++) c.dt[k] = fd;
+    return c;
+  };
+  OpCase c = mk(FG_OP_FILL, 1);
+  c.p.f[0] = -3.25f;
+  v.push_back(c);
+  c = mk(FG_OP_SCALE, 1);
+  c.p.f[0] = 0.37f;
+  v.push_back(c);
+  c = mk(FG_OP_AXPY, 2);
+  c.p.f[0] = -1.7f;
+  v.push_back(c);
+  c = mk(FG_OP_ADAMW, 4);
+  c.p = adamw_params(1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+  c.dt[1] = FG_F32;
+  v.push_back(c);
+  c = mk(FG_OP_RNG_UNIFORM, 1);
+  c.p.d[0] = -0.5;
+  c.p.d[1] = 2.0;
+  c.p.f[0] = 1.5f;
+  c.p.f[1] = std::nextafter(1.5f, -1.0f);
+  v.push_back(c);
+  c = mk(FG_OP_RNG_GAUSS_FAST, 1);
+  c.p.f[0] = 0.02f;
+  v.push_back(c);
+  c = mk(FG_OP_RNG_KEEP_MASK, 1);
+  c.dt[0] = FG_U8;
+  c.p.u[0] = (uint64_t)std::ceil((1.0 - 0.1) * 9007199254740992.0);
+  v.push_back(c);
+  c = mk(FG_OP_DROPOUT, 2);
+  c.p.u[0] = (uint64_t)std::ceil((1.0 - 0.25) * 9007199254740992.0);
+  c.p.f[0] = 1.0f / (1.0f - 0.25f);
+  v.push_back(c);
+  return v;
+}
+
+// Inputs for case c: count tensors of the given sizes, specials in every stream, second
+// moments non-negative, odd index0 on every other tensor (RNG windows off the pair grid).
+inline std::vector<OpTensor> op_inputs(const OpCase &c, const std::vector<size_t> &sizes, uint64_t seed) {
+  std::vector<OpTensor> list(sizes.size());
+  for (size_t t = 0; t < sizes.size(); t++) {
+    OpTensor &x = list[t];
+    x.n = sizes[t];
+    x.seed = seed * 1000003u + t;
+    x.index0 = (t % 2) ? 12345 + t : 0;
+    for (unsigned k = 0; k < c.nstreams; k++)
+      x.s[k] = op_stream_values(c.dt[k], x.n, seed + 31 * t + k, k == 3 ? 0.01f : 1.0f, c.op == FG_OP_ADAMW && k == 3);
+  }
+  return list;
+}
+
+}  // namespace fgt
