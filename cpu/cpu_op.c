@@ -20,7 +20,7 @@
 #define FG_CPU_OP_CHUNK 32768
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FG_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#define FG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define FG_CPU_CLONES
 #endif
@@ -77,33 +77,52 @@ static FG_ALWAYS_INLINE void fg_cpu_group(fg_op_fn fn, unsigned W, unsigned ns, 
   }
 }
 
+/* The all-f32 loop: parameters, seed and stream pointers in locals, so that no store can
+ * alias them and the compiler vectorises the loop (for W = 2 too, where the pair's two
+ * halves are loaded and stored directly). */
+static FG_ALWAYS_INLINE void fg_cpu_span_f32(fg_op_fn fn, unsigned W, unsigned ns, unsigned rm, unsigned wm,
+                                             const fg_op_params *P, const fg_op_args *a, size_t i, size_t hi) {
+  const fg_op_params Pl = *P;
+  const uint64_t seed = a->seed, index0 = a->index0;
+  float *p[FG_OP_MAX_STREAMS];
+#pragma GCC unroll 4
+  for (unsigned k = 0; k < ns; k++) p[k] = (float *)a->ptr[k];
+  for (; i + W <= hi; i += W) {
+    fg_op_vals v[2] = {{0}};
+#pragma GCC unroll 2
+    for (unsigned w = 0; w < W; w++)
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < ns; k++)
+        if (rm >> k & 1u) v[w][k] = p[k][i + w];
+    fn(&Pl, v, seed, index0 + i);
+#pragma GCC unroll 2
+    for (unsigned w = 0; w < W; w++)
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < ns; k++)
+        if (wm >> k & 1u) p[k][i + w] = v[w][k];
+  }
+}
+
 static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, unsigned rm, unsigned wm,
                                          const fg_op_params *P, const fg_op_args *a, size_t lo, size_t hi) {
   bool f32 = true;
 #pragma GCC unroll 4
   for (unsigned k = 0; k < ns; k++) f32 = f32 && a->dtype[k] == FG_F32;
-  if (W == 1) {
-    if (f32) {
-      for (size_t i = lo; i < hi; i++) fg_cpu_group(fn, 1, ns, rm, wm, true, P, a, i, i, i + 1);
-    } else {
-      for (size_t i = lo; i < hi; i++) fg_cpu_group(fn, 1, ns, rm, wm, false, P, a, i, i, i + 1);
-    }
-    return;
-  }
   /* W = 2: pairs are aligned on even counters, so with an odd index0 the first and last
    * elements of a span may belong to pairs that straddle it; those are computed whole and
    * stored in part. The middle runs over full pairs only. */
   size_t i = lo;
-  if ((a->index0 + i) & 1u) {
+  if (W == 2 && i < hi && ((a->index0 + i) & 1u)) {
     fg_cpu_group(fn, 2, ns, rm, wm, f32, P, a, i - 1, lo, hi);
     i++;
   }
   if (f32) {
-    for (; i + 1 < hi; i += 2) fg_cpu_group(fn, 2, ns, rm, wm, true, P, a, i, i, i + 2);
+    fg_cpu_span_f32(fn, W, ns, rm, wm, P, a, i, hi);
+    i += (hi - i) / W * W;
   } else {
-    for (; i + 1 < hi; i += 2) fg_cpu_group(fn, 2, ns, rm, wm, false, P, a, i, i, i + 2);
+    for (; i + W <= hi; i += W) fg_cpu_group(fn, W, ns, rm, wm, false, P, a, i, i, i + W);
   }
-  if (i < hi) fg_cpu_group(fn, 2, ns, rm, wm, f32, P, a, i, lo, hi);
+  if (i < hi) fg_cpu_group(fn, W, ns, rm, wm, f32, P, a, i, lo, hi);
 }
 
 typedef void (*fg_cpu_span_fn)(const fg_op_params *, const fg_op_args *, size_t, size_t);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/cuda_gemm.h"
 #include "cuda/kernels.h"
 #include "forgia/topology.h"
 #include "device/backend.h"
@@ -185,6 +186,9 @@ fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg
                          fg_stream *stream);
 fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
 
+/* Backend state created on first use (the cuBLAS handle). */
+static void cu_close(fg_device *dev) { fg_cuda_blas_release(dev); }
+
 const fg_backend fg_cuda_backend = {
   .name = "cuda",
   .query = cu_query,
@@ -208,4 +212,6 @@ const fg_backend fg_cuda_backend = {
   .convert = cu_convert,
   .reduce = fg_cuda_reduce,
   .op_run = fg_cuda_op_run,
+  .close = cu_close,
+  .gemm = fg_cuda_gemm,
 };

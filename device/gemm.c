@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "device/backend.h"
+#include "device/scratch.h"
 #include "device/gemm_call.h"
 
 static bool fg_gemm_mode_ok(fg_gemm_mode mode) {
@@ -96,8 +97,6 @@ fg_status fg_gemm(fg_device *dev, fg_gemm_mode mode, bool trans_a, bool trans_b,
     .alpha = alpha, .beta = beta, .a = product ? a : NULL, .a_type = a_type, .lda = lda,
     .b = product ? b : NULL, .b_type = b_type, .ldb = ldb, .c = c, .ldc = ldc,
   };
-  fg_stream *run = s ? s : dev->stream;
-  fg_status st = dev->be->gemm(dev, &g, run);
-  if (st == FG_OK && !s) st = dev->be->stream_sync(dev, run->impl);
-  return st;
+  fg_stream *run = fg_stream_begin(dev, s);
+  return fg_stream_end(dev, s, dev->be->gemm(dev, &g, run));
 }

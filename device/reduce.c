@@ -1,5 +1,6 @@
 /* The reductions' front: one validation for every backend, then the backend's reduce slot. */
 #include "device/backend.h"
+#include "device/scratch.h"
 #include "device/reduce_call.h"
 #include "forgia/reduce.h"
 
@@ -36,10 +37,8 @@ static fg_status fg_reduce_run(fg_device *dev, fg_reduce_call *r, fg_stream *s) 
     r->nchunks += fg_reduce_nchunks(n);
   }
   if (!dev->be->reduce) return fg_fail(FG_ERR_UNSUPPORTED, "reduce %s: the %s backend has no reductions", name, dev->spec);
-  fg_stream *run = s ? s : dev->stream;
-  fg_status st = dev->be->reduce(dev, r, run);
-  if (st == FG_OK && !s) st = dev->be->stream_sync(dev, run->impl);
-  return st;
+  fg_stream *run = fg_stream_begin(dev, s);
+  return fg_stream_end(dev, s, dev->be->reduce(dev, r, run));
 }
 
 fg_status fg_reduce_list(fg_device *dev, fg_reduce_op op, const void *const *xs, const fg_dtype *dtypes,

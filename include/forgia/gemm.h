@@ -26,10 +26,12 @@
  * propagate NaN payloads differently. m == 0 or n == 0 does nothing.
  *
  * s NULL runs synchronously on the device's own stream; otherwise the call is queued on s
- * and every pointer must stay valid until s completes. bf16 inputs in the fast mode (and the
- * exact mode on the CPU) use the stream's scratch memory: call from one thread at a time per
- * stream. Pointers are device memory of dev (host memory for the CPU). C must not overlap
- * A or B. The fast mode takes sizes and leading dimensions up to INT_MAX (BLAS takes int). */
+ * and every pointer must stay valid until s completes. The fast mode with a bf16 input and
+ * the CPU's exact mode work in the stream's scratch memory, so a stream is used by one
+ * thread at a time; calls with s NULL may come from many threads (they take turns on the
+ * device's stream). Pointers are device memory of dev (host
+ * memory for the CPU). C must not overlap A or B. The fast mode takes sizes and leading
+ * dimensions up to INT_MAX (BLAS takes int). */
 #ifndef FORGIA_GEMM_H
 #define FORGIA_GEMM_H
 

@@ -21,7 +21,8 @@
  * otherwise the work is queued on s and the input arrays, per_tensor and total must stay
  * valid until s completes; the lists of pointers, dtypes and lengths are read before return.
  * The partials live in the stream's scratch memory, so repeated calls allocate no device
- * memory: use a stream from one thread at a time. */
+ * memory: use a stream from one thread at a time (calls with s NULL may come from many
+ * threads: they take turns on the device's stream). */
 #ifndef FORGIA_REDUCE_H
 #define FORGIA_REDUCE_H
 

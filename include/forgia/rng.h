@@ -31,8 +31,9 @@
  * place, for the host and the device fills alike; fg_rng_op_params exposes them for callers
  * that run the op layer themselves (dropout applied to activations, say).
  *
- * Thread safety: every function may be called from many threads at once; a device fill
- * follows the stream rules of device.h. */
+ * Thread safety: fg_rng_fill_host and fg_rng_op_params may be called from many threads at
+ * once. fg_rng_fill runs on the op layer and keeps its rule (ops.h): one thread at a time per
+ * stream, the device's default stream (s NULL) included. */
 #ifndef FORGIA_RNG_H
 #define FORGIA_RNG_H
 

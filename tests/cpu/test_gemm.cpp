@@ -282,6 +282,8 @@ TEST(Gemm, DeviceModeAppliesToDefaultCalls) {
   ASSERT_NE(0, std::memcmp(exact.data(), fast.data(), exact.size() * 4)) << "modes indistinguishable here";
   ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_DEFAULT, got));
   EXPECT_EQ(0, std::memcmp(fast.data(), got.data(), got.size() * 4)) << "the default mode is FAST";
+  ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_FAST_TF32, got));
+  EXPECT_EQ(0, std::memcmp(fast.data(), got.data(), got.size() * 4)) << "TF32 is FAST on the CPU";
   ASSERT_EQ(FG_OK, fg_device_set_gemm_mode(cpu.dev, FG_GEMM_EXACT));
   ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_DEFAULT, got));
   EXPECT_EQ(0, std::memcmp(exact.data(), got.data(), got.size() * 4));

@@ -19,14 +19,18 @@
 #include "forgia/elem/half.h"
 #include "forgia/elem/hd.h"
 
-/* acc + a * b, the product rounded to f32 before the add. Device code says so with the _rn
- * intrinsics, so even a build without --fmad=false cannot fuse them. */
+/* acc + a * b, the product rounded to f32 before the add: host code relies on
+ * -ffp-contract=off (a usage requirement of forgia), device code says so with the _rn
+ * intrinsics, so even a build without --fmad=false cannot fuse them. The macro is the same
+ * step on whole vectors of lanes (GCC/Clang vector types, lane-wise IEEE), for the CPU's
+ * vectorised kernels. */
+#define FG_GEMM_EXACT_STEP_LANES(acc, a, b) ((acc) + (a) * (b))
+
 static inline FG_HD float fg_gemm_exact_step(float acc, float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fadd_rn(acc, __fmul_rn(a, b));
 #else
-  float p = a * b;
-  return acc + p;
+  return FG_GEMM_EXACT_STEP_LANES(acc, a, b);
 #endif
 }
 

@@ -62,9 +62,14 @@ static inline FG_HD double fg_reduce_map(int op, float x) {
   return v;
 }
 
-/* (+). The maximum returns a when a is NaN and b when b is NaN (a > NaN is false). */
+/* (+). The maximum is NaN when either side is; written as three selects, the form GCC
+ * vectorises (compares and blends) in the CPU loop. */
 static inline FG_HD double fg_reduce_join(int op, double a, double b) {
-  if (op == FG_REDUCE_MAXABS) return (a > b || a != a) ? a : b;
+  if (op == FG_REDUCE_MAXABS) {
+    double m = b > a ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
+  }
   return a + b;
 }
 
@@ -91,15 +96,6 @@ static inline FG_HD double fg_reduce_chunk_end(int op, const double *lane, const
   double r = fg_reduce_join(op, fg_reduce_join(op, fg_reduce_join(op, c[0], c[1]), c[2]), c[3]);
   for (; i < nrest; i++) r = fg_reduce_step(op, r, rest[i]);
   return r;
-}
-
-/* One chunk of m (<= FG_REDUCE_CHUNK) f32 values, whole. */
-static inline FG_HD double fg_reduce_chunk(int op, const float *x, size_t m) {
-  double lane[FG_REDUCE_LANES];
-  for (unsigned j = 0; j < FG_REDUCE_LANES; j++) lane[j] = 0.0;
-  const size_t s = m / FG_REDUCE_LANES;
-  fg_reduce_strides(op, lane, x, s);
-  return fg_reduce_chunk_end(op, lane, x + s * FG_REDUCE_LANES, (unsigned)(m - s * FG_REDUCE_LANES));
 }
 
 /* Applied to every result that leaves a reduction (per tensor and total). */

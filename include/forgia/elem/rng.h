@@ -32,13 +32,28 @@ static inline FG_HD uint64_t fg_rng_mix(uint64_t z) {
 
 static inline FG_HD uint64_t fg_rng_at(uint64_t seed, uint64_t i) { return fg_rng_mix(seed + (i + 1) * FG_RNG_GAMMA); }
 
+/* f64(m) for m <= 2^53, exactly. On the host it is built from the two 32-bit halves with
+ * the 2^52 bias trick (integer ops and exact f64 subtractions), which vectorises on CPUs
+ * without a u64 -> f64 instruction (AVX2); an exact conversion has one result, so this is
+ * the same value as (double)m. */
+static inline FG_HD double fg_rng_u53_to_f64(uint64_t m) {
+#if defined(__CUDA_ARCH__)
+  return (double)m;
+#else
+  union { uint64_t u; double d; } hi, lo;
+  hi.u = 0x4330000000000000ull | (m >> 32);
+  lo.u = 0x4330000000000000ull | (m & 0xFFFFFFFFull);
+  return (hi.d - 0x1p52) * 0x1p32 + (lo.d - 0x1p52);
+#endif
+}
+
 /* The 53-bit uniforms: [0,1) and (0,1]. Exact in f64. */
-static inline FG_HD double fg_rng_unit53(uint64_t x) { return (double)(x >> 11) * 0x1.0p-53; }
-static inline FG_HD double fg_rng_unit53_open0(uint64_t x) { return (double)((x >> 11) + 1) * 0x1.0p-53; }
+static inline FG_HD double fg_rng_unit53(uint64_t x) { return fg_rng_u53_to_f64(x >> 11) * 0x1.0p-53; }
+static inline FG_HD double fg_rng_unit53_open0(uint64_t x) { return fg_rng_u53_to_f64((x >> 11) + 1) * 0x1.0p-53; }
 
 /* uniformFill element: v = f32(lo64 + span * u) in f64, then the largest f32 below hi when it
  * rounded up to hi. lo64 = f64(lo), span = f64(hi) - lo64 and below_hi are computed once on
- * the host (fg_rng_uniform_setup). */
+ * the host (fg_rng_op_params, include/forgia/rng.h). */
 typedef struct fg_rng_uniform_params {
   double lo64, span;
   float hi, below_hi;
@@ -54,15 +69,17 @@ static inline FG_HD float fg_rng_uniform_value(const fg_rng_uniform_params *p, u
 static inline FG_HD int fg_rng_keep(uint64_t x, uint64_t cutoff) { return (x >> 11) < cutoff; }
 
 /* The fast gaussian's f32 transcendentals (Cephes logf and a quarter-turn sin/cos), written
- * with the constants' exact f32 bit patterns so that no compiler re-rounds a literal. */
+ * with the constants' exact f32 bit patterns so that no compiler re-rounds a literal.
+ * Fucina's branches and selects are done on the bits here: its e - 1 and m + m are exact
+ * (an integer-valued e; m in [0.5, 1) doubled), a negation is a sign flip, and m < SQRTH
+ * compares positive floats, so the values are the same, and a CPU compiler can vectorise
+ * the loop (it will not if-convert floating-point operations that could trap). */
 static inline FG_HD float fg_rng_ln_poly(float x) {
   const uint32_t bits = fg_f32_bits(x);
-  float e = (float)((int32_t)(bits >> 23) - 126);
-  float m = fg_bits_f32((bits & 0x007FFFFFu) | 0x3F000000u);
-  if (m < fg_bits_f32(0x3F3504F3u)) { /* SQRTH */
-    e = e - 1.0f;
-    m = m + m;
-  }
+  const uint32_t mbits = (bits & 0x007FFFFFu) | 0x3F000000u; /* m in [0.5, 1) */
+  const uint32_t low = mbits < 0x3F3504F3u;                  /* m < SQRTH: e - 1, m + m */
+  const float e = (float)((int32_t)(bits >> 23) - 126 - (int32_t)low);
+  const float m = fg_bits_f32(mbits + (low << 23));
   const float f = m - 1.0f;
   const float z = f * f;
   float p = fg_bits_f32(0x3D9021BBu); /* C8 */
@@ -81,9 +98,12 @@ static inline FG_HD float fg_rng_ln_poly(float x) {
   return y + e * fg_bits_f32(0x3F318000u); /* LN2_HI */
 }
 
+/* u in [0, 1), so t4 + 0.5 is in [0.5, 4.5], where truncation to an integer is Fucina's
+ * floor (and, unlike floorf under -ftrapping-math, vectorises). */
 static inline FG_HD void fg_rng_sincos_turn(float u, float *s, float *c) {
   const float t4 = u * 4.0f;
-  const float jf = floorf(t4 + 0.5f);
+  const int32_t j = (int32_t)(t4 + 0.5f);
+  const float jf = (float)j;
   const float y = t4 - jf;
   const float arg = y * fg_bits_f32(0x3FC90FDBu); /* PIO2 */
   const float z = arg * arg;
@@ -95,11 +115,12 @@ static inline FG_HD void fg_rng_sincos_turn(float u, float *s, float *c) {
   cp = cp * z + fg_bits_f32(0xBAB6061Au);     /* K1 */
   cp = cp * z + fg_bits_f32(0x3D2AAAA5u);     /* K0 */
   const float cos_arg = (1.0f - 0.5f * z) + (z * z) * cp;
-  const uint32_t q = (uint32_t)jf & 3u;
-  float sb = (q & 1u) ? cos_arg : sin_arg;
-  float cb = (q & 1u) ? sin_arg : cos_arg;
-  *s = (q & 2u) ? -sb : sb;
-  *c = ((q + 1u) & 2u) ? -cb : cb;
+  const uint32_t q = (uint32_t)j & 3u;
+  const uint32_t sa = fg_f32_bits(sin_arg), ca = fg_f32_bits(cos_arg);
+  const uint32_t swap = 0u - (q & 1u);
+  const uint32_t sb = (sa & ~swap) | (ca & swap), cb = (ca & ~swap) | (sa & swap);
+  *s = fg_bits_f32(sb ^ ((q & 2u) << 30));
+  *c = fg_bits_f32(cb ^ (((q + 1u) & 2u) << 30));
 }
 
 /* gaussianFillAtFast, one Box-Muller pair: the values of counters p (cos half) and p + 1

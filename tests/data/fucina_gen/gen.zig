@@ -144,13 +144,14 @@ fn genRng(out: Out, a: std.mem.Allocator) !void {
     const max: u64 = std.math.maxInt(u64);
 
     // splitmix64 words; the ES member seeds and iid stream seeds of reference 2.2; the
-    // ternary member seed of 2.9; counters near 2^64 wrap.
+    // ternary member seed of 2.9 and its slot-0 stream seed; counters near 2^64 wrap.
     for ([_]u64{ 0, 1, 42, boundary, dead, max }) |s| try genAt(out, s, 0, 4);
     try genAt(out, 42, 1000000007, 3);
     try genAt(out, 7, max - 1, 3);
     try genAt(out, 42 ^ 0x65735f7365656473, 0, 4);
     try genAt(out, rng.at(42 ^ 0x65735f7365656473, 0) ^ 0x65735f6e6f697365, 0, 4);
     try genAt(out, 21 ^ 0x65735f7472697473, 0, 1);
+    try genAt(out, rng.at(21 ^ 0x65735f7472697473, 0) ^ 0x65735f7472697473, 0, 1);
     {
         var state = boundary;
         try out.print("splitmix64 seed={x:0>16} v={x:0>16}\n", .{ boundary, rng.splitmix64(&state) });

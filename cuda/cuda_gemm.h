@@ -1,0 +1,23 @@
+/* The CUDA backend's GEMM (cuda/cuda_gemm.c: cuBLAS and dispatch; cuda/kernels/gemm_exact.cu:
+ * the exact mode's kernel). Internal. */
+#ifndef FORGIA_CUDA_GEMM_H
+#define FORGIA_CUDA_GEMM_H
+
+#include "device/backend.h"
+#include "device/gemm_call.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+fg_status fg_cuda_gemm(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
+/* Destroys dev's cuBLAS handle, if one was created (the backend's close). */
+void fg_cuda_blas_release(fg_device *dev);
+/* The exact mode (and, for k == 0, C = beta * C in every mode) on stream; returns the
+ * launch's cudaError_t as int. */
+int fg_cuda_launch_gemm_exact(const struct fg_gemm_call *g, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
