@@ -214,10 +214,9 @@ fg_status fg_stream_create(fg_device *dev, fg_stream **out) {
 
 void fg_stream_free(fg_stream *s) {
   if (!s || s->device_owned) return;
-  if (s->scratch) {
-    s->dev->be->stream_sync(s->dev, s->impl);
-    fg_stream_scratch_release(s);
-  }
+  /* Queued work may still read the scratch and staging buffers. */
+  if (s->scratch || s->stage[0] || s->stage[1]) s->dev->be->stream_sync(s->dev, s->impl);
+  fg_stream_scratch_release(s);
   s->dev->be->stream_destroy(s->dev, s->impl);
   free(s);
 }

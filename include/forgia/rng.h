@@ -32,8 +32,8 @@
  * that run the op layer themselves (dropout applied to activations, say).
  *
  * Thread safety: fg_rng_fill_host and fg_rng_op_params may be called from many threads at
- * once. fg_rng_fill runs on the op layer and keeps its rule (ops.h): one thread at a time per
- * stream, the device's default stream (s NULL) included. */
+ * once. fg_rng_fill runs on the op layer and keeps its rule (ops.h): a stream is used by one
+ * thread at a time; calls with s NULL may come from many threads. */
 #ifndef FORGIA_RNG_H
 #define FORGIA_RNG_H
 
