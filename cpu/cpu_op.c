@@ -37,6 +37,7 @@ static FG_ALWAYS_INLINE float fg_ld(const void *p, fg_dtype d, size_t i) {
 }
 
 static FG_ALWAYS_INLINE void fg_st(void *p, fg_dtype d, size_t i, float v) {
+  v = fg_op_canonical(v);
   switch (d) {
     case FG_F32: ((float *)p)[i] = v; break;
     case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
@@ -70,7 +71,7 @@ static FG_ALWAYS_INLINE void fg_cpu_group(fg_op_fn fn, unsigned W, unsigned ns, 
     for (unsigned k = 0; k < ns; k++)
       if (wm >> k & 1u) {
         if (f32)
-          ((float *)a->ptr[k])[i] = v[w][k];
+          ((float *)a->ptr[k])[i] = fg_op_canonical(v[w][k]);
         else
           fg_st(a->ptr[k], a->dtype[k], i, v[w][k]);
       }
@@ -99,7 +100,7 @@ static FG_ALWAYS_INLINE void fg_cpu_span_f32(fg_op_fn fn, unsigned W, unsigned n
     for (unsigned w = 0; w < W; w++)
 #pragma GCC unroll 4
       for (unsigned k = 0; k < ns; k++)
-        if (wm >> k & 1u) p[k][i + w] = v[w][k];
+        if (wm >> k & 1u) p[k][i + w] = fg_op_canonical(v[w][k]);
   }
 }
 
@@ -127,7 +128,7 @@ static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, u
 
 typedef void (*fg_cpu_span_fn)(const fg_op_params *, const fg_op_args *, size_t, size_t);
 
-#define FG_CPU_OP_SPAN_(E, name, W, ns, rm, wm, d0, d1, d2, d3)                                   \
+#define FG_CPU_OP_SPAN_(E, name, W, ns, rm, wm, dts)                                   \
   FG_CPU_CLONES static void fg_cpu_span_##name(const fg_op_params *P, const fg_op_args *a, size_t lo, \
                                                size_t hi) {                                        \
     fg_cpu_span(fg_op_##name, W, ns, rm, wm, P, a, lo, hi);                                        \
@@ -136,7 +137,7 @@ FG_OP_TABLE(FG_CPU_OP_SPAN_)
 #undef FG_CPU_OP_SPAN_
 
 static const fg_cpu_span_fn fg_cpu_spans[] = {
-#define FG_CPU_OP_PTR_(E, name, W, ns, rm, wm, d0, d1, d2, d3) fg_cpu_span_##name,
+#define FG_CPU_OP_PTR_(E, name, W, ns, rm, wm, dts) fg_cpu_span_##name,
     FG_OP_TABLE(FG_CPU_OP_PTR_)
 #undef FG_CPU_OP_PTR_
 };

@@ -12,7 +12,10 @@ typedef struct fg_op_info {
 } fg_op_info;
 
 static const fg_op_info fg_op_infos[] = {
-#define FG_OP_INFO_(E, name, W, ns, rm, wm, d0, d1, d2, d3) {#name, W, ns, rm, wm, {d0, d1, d2, d3}},
+#define FG_OP_INFO_(E, name, W, ns, rm, wm, dts)                                                          \
+  {#name, W, ns, rm, wm,                                                                                  \
+   {FG_OP_DT_OF(dts, 0), FG_OP_DT_OF(dts, 1), FG_OP_DT_OF(dts, 2), FG_OP_DT_OF(dts, 3), FG_OP_DT_OF(dts, 4), \
+    FG_OP_DT_OF(dts, 5)}},
     FG_OP_TABLE(FG_OP_INFO_)
 #undef FG_OP_INFO_
 };
@@ -53,6 +56,7 @@ fg_status fg_op_run(fg_device *dev, fg_op_kind op, const fg_op_params *params, c
   for (size_t t = 0; t < count; t++) {
     const fg_op_args *a = &list[t];
     for (unsigned k = 0; k < in->nstreams; k++) {
+      if (in->dt[k] == FG_OP_DT_NONE) continue; /* a stream this op does not use */
       if (!fg_op_dtype_ok(in->dt[k], a->dtype[k]))
         return fg_fail(FG_ERR_TYPE, "op %s: tensor %zu of the list, stream %u: dtype %s, expected %s", in->name, t, k,
                        fg_dtype_name(a->dtype[k]) ? fg_dtype_name(a->dtype[k]) : "(invalid)",

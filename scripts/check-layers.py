@@ -24,8 +24,9 @@ PUBLIC = {
     "rng.h": "device", "reduce.h": "device", "gemm.h": "device",
     "mapping.h": "host", "load.h": "host",
     "gguf.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
-    "ckpt.h": "formats",
-    "tensor_ckpt.h": "training",
+    "ckpt.h": "formats", "optim_frame.h": "formats",
+    "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",
+    "tensor_ckpt.h": "training", "optim.h": "training",
     "forgia.h": "umbrella",
 }
 

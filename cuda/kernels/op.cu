@@ -22,6 +22,7 @@ static __device__ __forceinline__ float fg_cu_ld(const void *p, fg_dtype d, size
 }
 
 static __device__ __forceinline__ void fg_cu_st(void *p, fg_dtype d, size_t i, float v) {
+  v = fg_op_canonical(v);
   switch (d) {
     case FG_F32: ((float *)p)[i] = v; break;
     case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(FG_CU_OP_THREADS)
   }
 }
 
-#define FG_CU_OP_STRUCT_(E, name, W, ns, rm, wm, d0, d1, d2, d3)                                     \
+#define FG_CU_OP_STRUCT_(E, name, W, ns, rm, wm, dts)                                     \
   struct fg_cu_op_##name {                                                                          \
     static __device__ __forceinline__ void call(const fg_op_params *P, fg_op_vals *v, uint64_t seed, \
                                                 uint64_t c) {                                        \
@@ -94,7 +95,7 @@ extern "C" int fg_cuda_launch_op(int op, const fg_op_params *p, const fg_op_args
   const dim3 grid((unsigned)nchunks), block(FG_CU_OP_THREADS);
   cudaStream_t st = (cudaStream_t)stream;
   switch (op) {
-#define FG_CU_OP_CASE_(E, name, W, ns, rm, wm, d0, d1, d2, d3)                              \
+#define FG_CU_OP_CASE_(E, name, W, ns, rm, wm, dts)                              \
   case FG_OP_##E:                                                                          \
     fg_op_kernel<fg_cu_op_##name, W, ns, rm, wm><<<grid, block, 0, st>>>(list, chunks, *p); \
     break;

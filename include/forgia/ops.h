@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 typedef enum fg_op_kind {
-#define FG_OP_ENUM_(E, name, W, ns, rm, wm, d0, d1, d2, d3) FG_OP_##E,
+#define FG_OP_ENUM_(E, name, W, ns, rm, wm, dts) FG_OP_##E,
   FG_OP_TABLE(FG_OP_ENUM_)
 #undef FG_OP_ENUM_
   FG_OP_KIND_COUNT

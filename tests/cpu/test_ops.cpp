@@ -30,7 +30,7 @@ struct OpInfo {
 
 OpInfo info(fg_op_kind op) {
   static const OpInfo t[] = {
-#define X(E, name, W, ns, rm, wm, d0, d1, d2, d3) {W, ns, rm, wm},
+#define X(E, name, W, ns, rm, wm, dts) {W, ns, rm, wm},
       FG_OP_TABLE(X)
 #undef X
   };
@@ -39,7 +39,7 @@ OpInfo info(fg_op_kind op) {
 
 void call(fg_op_kind op, const fg_op_params *p, fg_op_vals *v, uint64_t seed, uint64_t c) {
   switch (op) {
-#define X(E, name, W, ns, rm, wm, d0, d1, d2, d3) \
+#define X(E, name, W, ns, rm, wm, dts) \
   case FG_OP_##E:                                \
     fg_op_##name(p, v, seed, c);                 \
     break;
@@ -64,6 +64,7 @@ float ld(const std::vector<uint8_t> &s, fg_dtype d, size_t i) {
 }
 
 void st(std::vector<uint8_t> &s, fg_dtype d, size_t i, float v) {
+  if (v != v && d != FG_U8 && d != FG_BOOL) v = fg_bits_f32(0x7fc00000u);  // the stored NaN
   if (d == FG_F32) {
     std::memcpy(&s[i * 4], &v, 4);
   } else if (d == FG_F16 || d == FG_BF16) {

@@ -164,7 +164,43 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
   c.p.u[0] = (uint64_t)std::ceil((1.0 - 0.25) * 9007199254740992.0);
   c.p.f[0] = 1.0f / (1.0f - 0.25f);
   v.push_back(c);
+  // The optimizers: a master form steps an f32 master (stream 0) and narrows it into the
+  // parameter (stream 4) of the case's dtype.
+  auto master = [&](fg_op_kind op, fg_op_params p) {
+    OpCase m = mk(op, 5);
+    m.p = p;
+    m.dt[0] = FG_F32;
+    m.dt[1] = FG_F32;
+    return m;
+  };
+  c = mk(FG_OP_ADAM, 4);
+  c.p = adamw_params(1e-2, 0.8, 0.99, 1e-6, 0.0, 3);
+  c.p.f[7] = 0.05f;
+  c.dt[1] = FG_F32;
+  v.push_back(c);
+  v.push_back(master(FG_OP_ADAMW_MASTER, adamw_params(1e-3, 0.9, 0.999, 1e-8, 0.01, 1)));
+  v.push_back(master(FG_OP_ADAM_MASTER, c.p));
+  fg_op_params sp;
+  std::memset(&sp, 0, sizeof sp);
+  sp.f[0] = 0.1f, sp.f[1] = 0.05f, sp.f[2] = 0.9f, sp.f[3] = 0.75f;
+  c = mk(FG_OP_SGD, 2);
+  c.p = sp;
+  c.dt[1] = FG_F32;
+  v.push_back(c);
+  v.push_back(master(FG_OP_SGD_MASTER, sp));
+  for (uint64_t flags : {0u, 1u, 2u, 3u}) {
+    sp.u[0] = flags;  // nesterov, first step
+    c = mk(FG_OP_SGD_MOMENTUM, 3);
+    c.p = sp;
+    c.dt[1] = FG_F32;
+    v.push_back(c);
+    v.push_back(master(FG_OP_SGD_MOMENTUM_MASTER, sp));
+  }
   return v;
+}
+
+inline bool is_adam(fg_op_kind op) {
+  return op == FG_OP_ADAMW || op == FG_OP_ADAM || op == FG_OP_ADAMW_MASTER || op == FG_OP_ADAM_MASTER;
 }
 
 // Inputs for case c: count tensors of the given sizes, specials in every stream, second
@@ -177,7 +213,7 @@ inline std::vector<OpTensor> op_inputs(const OpCase &c, const std::vector<size_t
     x.seed = seed * 1000003u + t;
     x.index0 = (t % 2) ? 12345 + t : 0;
     for (unsigned k = 0; k < c.nstreams; k++)
-      x.s[k] = op_stream_values(c.dt[k], x.n, seed + 31 * t + k, k == 3 ? 0.01f : 1.0f, c.op == FG_OP_ADAMW && k == 3);
+      x.s[k] = op_stream_values(c.dt[k], x.n, seed + 31 * t + k, k == 3 ? 0.01f : 1.0f, k == 3 && is_adam(c.op));
   }
   return list;
 }

@@ -9,7 +9,7 @@
 
 #include "forgia/elem/dtype_enum.h"
 
-#define FG_OP_MAX_STREAMS 4
+#define FG_OP_MAX_STREAMS 6
 
 /* Scalars for one call, prepared once on the host (f64 where the rule says so, rounded once).
  * Each op in elem/op_table.h says which slots it reads. */

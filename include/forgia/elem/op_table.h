@@ -6,8 +6,10 @@
  * W = 2), and the op leaves the results of the streams it writes in v. The launchers
  * (cpu/cpu_op.c, cuda/kernels/op.cu) load, call and narrow back (f16: RNE; bf16: Fucina's
  * rule, elem/half.h), so an op computes on its pre-narrowing values within an element,
- * as Fucina does with bf16 optimizer state. Adding an op: its function here, one line of
- * FG_OP_TABLE, and its tests (tests/cpu/test_ops.cpp, tests/cuda/test_cuda_ops.cpp). */
+ * as Fucina does with bf16 optimizer state. A NaN result is stored as the canonical quiet
+ * NaN (0x7fc00000): CPUs and GPUs give NaN results different payloads, and the numerics
+ * contract compares bits. Adding an op: its function here, one line of FG_OP_TABLE, and its
+ * tests (a case in tests/util/op_harness.h runs it through the CPU and CUDA suites). */
 #ifndef FORGIA_ELEM_OP_TABLE_H
 #define FORGIA_ELEM_OP_TABLE_H
 
@@ -17,13 +19,21 @@
 #include "forgia/elem/op_params.h"
 #include "forgia/elem/rng.h"
 
-/* Per stream, the dtypes it may hold. */
+/* Per stream, the dtypes it may hold; FG_OP_DTS packs one set per stream, 4 bits each. */
 #define FG_OP_DT_NONE 0u
 #define FG_OP_DT_FLOAT 1u /* f32, f16, bf16 */
-#define FG_OP_DT_F32 2u   /* f32 only (gradients) */
+#define FG_OP_DT_F32 2u   /* f32 only (gradients, master weights) */
 #define FG_OP_DT_MASK 3u  /* u8 or bool: 0 or 1 */
+#define FG_OP_DTS(a, b, c, d, e, f) \
+  ((a) | ((b) << 4) | ((c) << 8) | ((d) << 12) | ((e) << 16) | ((f) << 20))
+#define FG_OP_DT_OF(dts, k) (((dts) >> (4 * (k))) & 0xFu)
+#define FG_OP_DT1(a) FG_OP_DTS(a, 0u, 0u, 0u, 0u, 0u)
+#define FG_OP_DT2(a, b) FG_OP_DTS(a, b, 0u, 0u, 0u, 0u)
 
 typedef float fg_op_vals[FG_OP_MAX_STREAMS];
+
+/* What the launchers store for a result v. */
+static inline FG_HD float fg_op_canonical(float v) { return v != v ? fg_bits_f32(0x7fc00000u) : v; }
 
 /* fill: s0 = f[0]. */
 static inline FG_HD void fg_op_fill(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
@@ -53,18 +63,70 @@ static inline FG_HD void fg_op_clip_scale(const fg_op_params *P, fg_op_vals *v, 
   if (coef < 1.0f) v[0][0] = v[0][0] * coef;
 }
 
-/* adamw: s0 param, s1 grad (f32), s2 m, s3 v; Fucina's AdamW element (reference 3.3) with
- * f[0] keep = f32(1 - lr*wd), f[1] omb1 = f32(1 - beta1), f[2] beta2, f[3] omb2,
- * f[4] step_size = f32(lr / bc1), f[5] bc2s = f32(sqrt(bc2)), f[6] eps. */
-static inline FG_HD void fg_op_adamw(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
-  (void)seed, (void)c;
-  const float p = v[0][0], g = v[0][1];
-  const float pd = p * P->f[0];
+/* The optimizers (Fucina's elements, reference section 3.3; scalars prepared on the host in
+ * f64 and rounded once, by training/optim_*.c). The _master forms step an f32 master copy of
+ * a 16-bit parameter and store it narrowed into the parameter: stream 4 (write-only). */
+
+/* adam and adamw share the moment and the update; pd is the (decayed) parameter. */
+static inline FG_HD float fg_op_adam_core(const fg_op_params *P, fg_op_vals *v, float pd, float g) {
   const float m = v[0][2] + P->f[1] * (g - v[0][2]);
   const float s = P->f[2] * v[0][3] + (P->f[3] * g) * g;
-  v[0][0] = pd - P->f[4] * (m / (sqrtf(s) / P->f[5] + P->f[6]));
   v[0][2] = m;
   v[0][3] = s;
+  return pd - P->f[4] * (m / (sqrtf(s) / P->f[5] + P->f[6]));
+}
+
+/* adamw: s0 param, s1 grad (f32), s2 m, s3 v; decoupled decay before the moments:
+ * f[0] keep = f32(1 - lr*wd) (1 when wd = 0), f[1] omb1 = f32(1 - beta1), f[2] beta2,
+ * f[3] omb2, f[4] step_size = f32(lr / bc1), f[5] bc2s = f32(sqrt(bc2)), f[6] eps. */
+static inline FG_HD void fg_op_adamw(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  v[0][0] = fg_op_adam_core(P, v, v[0][0] * P->f[0], v[0][1]);
+}
+static inline FG_HD void fg_op_adamw_master(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  fg_op_adamw(P, v, seed, c);
+  v[0][4] = v[0][0];
+}
+
+/* adam: the same slots; f[7] wd, coupled into the gradient (g + wd*p) when nonzero. */
+static inline FG_HD void fg_op_adam(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  const float p = v[0][0];
+  const float g = P->f[7] != 0.0f ? v[0][1] + P->f[7] * p : v[0][1];
+  v[0][0] = fg_op_adam_core(P, v, p, g);
+}
+static inline FG_HD void fg_op_adam_master(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  fg_op_adam(P, v, seed, c);
+  v[0][4] = v[0][0];
+}
+
+/* sgd: s0 param, s1 grad; f[0] lr, f[1] wd (coupled when nonzero). */
+static inline FG_HD float fg_op_sgd_grad(const fg_op_params *P, fg_op_vals *v) {
+  return P->f[1] != 0.0f ? v[0][1] + P->f[1] * v[0][0] : v[0][1];
+}
+static inline FG_HD void fg_op_sgd(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  v[0][0] = v[0][0] - P->f[0] * fg_op_sgd_grad(P, v);
+}
+static inline FG_HD void fg_op_sgd_master(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  fg_op_sgd(P, v, seed, c);
+  v[0][4] = v[0][0];
+}
+
+/* sgd_momentum: s0 param, s1 grad, s2 momentum buffer; f[2] momentum, f[3] one_minus_damp =
+ * f32(1 - dampening); u[0] bit 0 nesterov, bit 1 first step (the buffer becomes the decayed
+ * gradient, torch's clone). */
+static inline FG_HD void fg_op_sgd_momentum(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  (void)seed, (void)c;
+  const float g = fg_op_sgd_grad(P, v);
+  const float b = (P->u[0] & 2u) ? g : P->f[2] * v[0][2] + P->f[3] * g;
+  v[0][2] = b;
+  const float d = (P->u[0] & 1u) ? g + P->f[2] * b : b;
+  v[0][0] = v[0][0] - P->f[0] * d;
+}
+static inline FG_HD void fg_op_sgd_momentum_master(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
+  fg_op_sgd_momentum(P, v, seed, c);
+  v[0][4] = v[0][0];
 }
 
 /* rng_uniform: s0 = uniformFill's value of counter c: d[0] lo64, d[1] span, f[0] hi,
@@ -94,18 +156,26 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
   v[0][0] = fg_rng_keep(fg_rng_at(seed, c), P->u[0]) ? v[0][1] * P->f[0] : 0.0f;
 }
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype set of streams 0..3) */
-#define FG_OP_TABLE(X)                                                                                     \
-  X(FILL, fill, 1, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE)             \
-  X(SCALE, scale, 1, 1, 0x1u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE)           \
-  X(AXPY, axpy, 1, 2, 0x3u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE)            \
-  X(CLIP_SCALE, clip_scale, 1, 1, 0x1u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE) \
-  X(ADAMW, adamw, 1, 4, 0xFu, 0xDu, FG_OP_DT_FLOAT, FG_OP_DT_F32, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT)          \
-  X(RNG_UNIFORM, rng_uniform, 1, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE, FG_OP_DT_NONE) \
-  X(RNG_GAUSS_FAST, rng_gauss_fast, 2, 1, 0x0u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE,       \
-    FG_OP_DT_NONE)                                                                                         \
-  X(RNG_KEEP_MASK, rng_keep_mask, 1, 1, 0x0u, 0x1u, FG_OP_DT_MASK, FG_OP_DT_NONE, FG_OP_DT_NONE,          \
-    FG_OP_DT_NONE)                                                                                         \
-  X(DROPOUT, dropout, 1, 2, 0x2u, 0x1u, FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_NONE, FG_OP_DT_NONE)
+/* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
+#define FG_OP_F FG_OP_DT_FLOAT
+#define FG_OP_G FG_OP_DT_F32
+#define FG_OP_TABLE(X)                                                                                         \
+  X(FILL, fill, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                                          \
+  X(SCALE, scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                                        \
+  X(AXPY, axpy, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                                 \
+  X(CLIP_SCALE, clip_scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                              \
+  X(ADAMW, adamw, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))                     \
+  X(RNG_UNIFORM, rng_uniform, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                            \
+  X(RNG_GAUSS_FAST, rng_gauss_fast, 2, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                      \
+  X(RNG_KEEP_MASK, rng_keep_mask, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_DT_MASK))                                  \
+  X(DROPOUT, dropout, 1, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                           \
+  X(ADAMW_MASTER, adamw_master, 1, 5, 0xFu, 0x1Du, FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u)) \
+  X(ADAM, adam, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))                       \
+  X(ADAM_MASTER, adam_master, 1, 5, 0xFu, 0x1Du, FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u))   \
+  X(SGD, sgd, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_G))                                                   \
+  X(SGD_MASTER, sgd_master, 1, 5, 0x3u, 0x11u, FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))               \
+  X(SGD_MOMENTUM, sgd_momentum, 1, 3, 0x7u, 0x5u, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, 0u, 0u, 0u))            \
+  X(SGD_MOMENTUM_MASTER, sgd_momentum_master, 1, 5, 0x7u, 0x15u,                                               \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, 0u, FG_OP_F, 0u))
 
 #endif

@@ -1,0 +1,105 @@
+/* Optimizers with device-resident state: SGD, Adam and AdamW, each a faithful port of
+ * torch.optim's single-tensor step as Fucina writes it (reference/fucina-formats-and-rng.md
+ * section 3.3), so a trajectory is Fucina's bit for bit and torch's within a few f32 ulps.
+ *
+ *   fg_optim_config c = fg_optim_defaults(FG_OPTIM_ADAMW);
+ *   c.lr = 3e-4f;
+ *   fg_optim *opt;
+ *   fg_optim_create(dev, &c, &opt);
+ *   fg_optim_add(opt, w, "blk.0.attn_q.weight");       // w: f32/f16/bf16 tensor on dev
+ *   for (...) {
+ *     fg_tensor_grad_zero(...) / fg_optim_zero_grad(opt, s);
+ *     ... backward writes w->grad (f32) ...
+ *     fg_optim_clip_grad_norm(opt, 1.0f, NULL, s);      // the norm never leaves the device
+ *     fg_optim_step(opt, s);
+ *   }
+ *   fg_optim_free(opt);
+ *
+ * Parameters are borrowed (they must outlive the optimizer); the state (moments, momentum
+ * buffers, the f32 master copy of each 16-bit parameter) is owned and lives on the
+ * parameters' device. A 16-bit parameter is stepped through its master, which is widened
+ * from the parameter when it is added: set its values before adding it. A parameter whose
+ * gradient is NULL (never allocated) is skipped and its step count does not advance.
+ *
+ * One step is one op-layer launch per group of parameters with the same dtype layout and
+ * step count (multi-tensor apply), never one per tensor; every update is an elem/ op, so CPU
+ * and CUDA give the same bits. Scalars (bias corrections, step sizes, the decay factor) are
+ * computed in f64 and rounded once to f32, as Fucina does.
+ *
+ * Calls with s NULL are synchronous; otherwise queued on s (the state and the parameters must
+ * not be touched until s completes). An optimizer is used by one thread at a time. */
+#ifndef FORGIA_OPTIM_H
+#define FORGIA_OPTIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "forgia/api.h"
+#include "forgia/device.h"
+#include "forgia/status.h"
+#include "forgia/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fg_optim_kind { FG_OPTIM_SGD = 0, FG_OPTIM_ADAM = 1, FG_OPTIM_ADAMW = 2 } fg_optim_kind;
+
+/* Fucina's config structs in one (f32 fields, as Fucina keeps them). Unused fields are
+ * ignored by a kind. */
+typedef struct fg_optim_config {
+  fg_optim_kind kind;
+  float lr;
+  float weight_decay;         /* SGD, Adam: coupled (g + wd*p); AdamW: decoupled, before the step */
+  float momentum, dampening;  /* SGD: momentum 0 keeps no buffer */
+  bool nesterov;              /* SGD: needs momentum > 0 and dampening == 0 */
+  float beta1, beta2, eps;    /* Adam, AdamW */
+  fg_dtype state_dtype;       /* FG_F32 or FG_BF16: SGD's buffer, Adam's m */
+  fg_dtype second_moment_dtype; /* FG_F32 or FG_BF16: Adam's v */
+} fg_optim_config;
+
+/* Fucina's defaults: SGD lr 1e-3, no momentum, no decay; Adam lr 1e-3, betas 0.9/0.999,
+ * eps 1e-8, no decay; AdamW the same with weight_decay 0.01; f32 state. */
+FG_API fg_optim_config fg_optim_defaults(fg_optim_kind kind);
+/* "sgd", "adam", "adamw"; NULL for an unknown kind. */
+FG_API const char *fg_optim_kind_name(fg_optim_kind kind);
+
+typedef struct fg_optim fg_optim;
+
+/* Validates c (unknown kind, non-finite or negative lr, betas outside [0,1), eps <= 0, a bf16
+ * or f32 state dtype, torch's nesterov rule) and creates an empty optimizer on dev. */
+FG_API fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **out);
+FG_API void fg_optim_free(fg_optim *o); /* NULL-safe */
+
+/* Registers t (f32, f16 or bf16, on the optimizer's device, writable) under name (copied; NULL
+ * gives "param<i>", i its index in the registration order). Adding a tensor twice or a name
+ * twice is an error that changes nothing. */
+FG_API fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name);
+FG_API size_t fg_optim_count(const fg_optim *o);
+FG_API const char *fg_optim_name_at(const fg_optim *o, size_t i); /* NULL past the end */
+FG_API uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i); /* steps taken by parameter i */
+
+/* The learning rate used by the next step (schedules set it per step). */
+FG_API float fg_optim_lr(const fg_optim *o);
+FG_API fg_status fg_optim_set_lr(fg_optim *o, float lr);
+
+/* One step over every parameter that has a gradient. A gradient of the wrong size cannot
+ * happen (fg_tensor owns it); a parameter on another device is refused at fg_optim_add. */
+FG_API fg_status fg_optim_step(fg_optim *o, fg_stream *s);
+/* Zeroes every allocated gradient (torch's zero_grad(set_to_none=False)). */
+FG_API fg_status fg_optim_zero_grad(fg_optim *o, fg_stream *s);
+/* Sum over parameters, in registration order, of the sum of squares of each gradient on
+ * Fucina's grid (forgia/reduce.h), into one f64 in device memory out. */
+FG_API fg_status fg_optim_grad_squared_norm(fg_optim *o, double *out, fg_stream *s);
+/* Every gradient times factor. */
+FG_API fg_status fg_optim_scale_gradients(fg_optim *o, float factor, fg_stream *s);
+/* Fucina's clipGradNorm: total = f32(sqrt(squared norm)), coef = max_norm / (total + 1e-6),
+ * gradients scaled by coef when coef < 1. The norm stays on the device; total_out (host,
+ * may be NULL) receives the pre-clip total through an explicit copy, which waits for s. */
+FG_API fg_status fg_optim_clip_grad_norm(fg_optim *o, float max_norm, float *total_out, fg_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
