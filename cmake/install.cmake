@@ -21,7 +21,7 @@ set(FORGIA_PC_PRIVATE "hwloc libcjson openblas")
 set(FORGIA_PC_LIBS_PRIVATE "${OpenMP_C_FLAGS} -lpthread -lm")
 if(FORGIA_HAVE_CUDA)
   get_filename_component(cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)
-  string(APPEND FORGIA_PC_LIBS_PRIVATE " -L${cudart_dir} -Wl,-rpath,${cudart_dir} -lcudart -lcublas -lstdc++")
+  string(APPEND FORGIA_PC_LIBS_PRIVATE " -L${cudart_dir} -Wl,-rpath,${cudart_dir} -lcudart -lstdc++")
 endif()
 # A static libforgia carries its dependencies to every link line; a shared one hides them.
 if(BUILD_SHARED_LIBS)

@@ -9,30 +9,32 @@
 #include <limits.h>
 #include <pthread.h>
 
+#include "cuda/cublas_lazy.h"
 #include "cuda/cuda_gemm.h"
 #include "cuda/kernels.h"
 #include "device/scratch.h"
 
 static fg_status cu_gemm_fail(fg_device *dev, cublasStatus_t st, const char *what) {
   return fg_fail(st == CUBLAS_STATUS_ALLOC_FAILED ? FG_ERR_DEVICE_NOMEM : FG_ERR_DEVICE, "%s: %s failed: %s",
-                 dev->spec, what, cublasGetStatusString(st));
+                 dev->spec, what, fg_cublas_status(st));
 }
 
 void fg_cuda_blas_release(fg_device *dev) {
   if (!dev->blas) return;
-  if (cudaSetDevice(dev->index) == cudaSuccess) cublasDestroy((cublasHandle_t)dev->blas);
+  const fg_cublas_api *api = fg_cublas(); /* loaded: a handle exists */
+  if (api && cudaSetDevice(dev->index) == cudaSuccess) api->destroy((cublasHandle_t)dev->blas);
   dev->blas = NULL;
 }
 
 /* Called with dev->blas_lock held. */
-static fg_status cu_blas_handle(fg_device *dev, cublasHandle_t *out) {
+static fg_status cu_blas_handle(fg_device *dev, const fg_cublas_api *api, cublasHandle_t *out) {
   if (!dev->blas) {
     cublasHandle_t h;
-    cublasStatus_t st = cublasCreate(&h);
+    cublasStatus_t st = api->create(&h);
     if (st != CUBLAS_STATUS_SUCCESS) return cu_gemm_fail(dev, st, "cublasCreate");
-    st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    st = api->set_math_mode(h, CUBLAS_DEFAULT_MATH);
     if (st != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(h);
+      api->destroy(h);
       return cu_gemm_fail(dev, st, "cublasSetMathMode");
     }
     dev->blas = h;
@@ -70,15 +72,17 @@ static fg_status cu_gemm_fast(fg_device *dev, const struct fg_gemm_call *g, fg_s
       (g->mode == FG_GEMM_FAST_TF32 && !abf) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same buffers with
    * the operands swapped and the transposes kept. */
+  const fg_cublas_api *api = fg_cublas();
+  if (!api) return fg_fail_prefix(FG_ERR_UNSUPPORTED, "%s: fast gemm: ", dev->spec);
   pthread_mutex_lock(&dev->blas_lock);
-  cublasHandle_t h;
-  fg_status s = cu_blas_handle(dev, &h);
+  cublasHandle_t h = NULL;
+  fg_status s = cu_blas_handle(dev, api, &h);
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   const char *what = "cublasSetStream";
-  if (s == FG_OK) st = cublasSetStream(h, (cudaStream_t)stream->impl);
+  if (s == FG_OK) st = api->set_stream(h, (cudaStream_t)stream->impl);
   if (s == FG_OK && st == CUBLAS_STATUS_SUCCESS) {
     what = "cublasGemmEx";
-    st = cublasGemmEx(h, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->n,
+    st = api->gemm_ex(h, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->n,
                       (int)g->m, (int)g->k, &g->alpha, b, t, (int)g->ldb, a, t, (int)g->lda, &g->beta, g->c,
                       CUDA_R_32F, (int)g->ldc, compute, CUBLAS_GEMM_DEFAULT);
   }
