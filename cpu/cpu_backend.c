@@ -110,6 +110,15 @@ static fg_status cpu_convert(fg_device *dev, void *dst, fg_dtype dt, const void 
   return fg_cpu_convert(dst, dt, src, st, n);
 }
 
+/* Synchronous like every CPU stream operation. */
+static fg_status cpu_sum_f64(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream) {
+  (void)dev, (void)stream;
+  double t = 0.0;
+  for (size_t i = 0; i < n; i++) t = t + x[i];
+  *out = t;
+  return FG_OK;
+}
+
 const fg_backend fg_cpu_backend = {
   .name = "cpu",
   .query = cpu_query,
@@ -132,4 +141,5 @@ const fg_backend fg_cpu_backend = {
   .reduce = fg_cpu_reduce,
   .op_run = fg_cpu_op_run,
   .gemm = fg_cpu_gemm,
+  .sum_f64 = cpu_sum_f64,
 };

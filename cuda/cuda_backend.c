@@ -189,6 +189,13 @@ fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stre
 /* Backend state created on first use (the cuBLAS handle). */
 static void cu_close(fg_device *dev) { fg_cuda_blas_release(dev); }
 
+static fg_status cu_sum_f64(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream) {
+  fg_status s = cu_set(dev);
+  if (s) return s;
+  int e = fg_cuda_launch_sum_f64(x, n, out, stream->impl);
+  return e ? CU_FAIL((cudaError_t)e, "sum_f64 kernel") : FG_OK;
+}
+
 const fg_backend fg_cuda_backend = {
   .name = "cuda",
   .query = cu_query,
@@ -214,4 +221,5 @@ const fg_backend fg_cuda_backend = {
   .op_run = fg_cuda_op_run,
   .close = cu_close,
   .gemm = fg_cuda_gemm,
+  .sum_f64 = cu_sum_f64,
 };

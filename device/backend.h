@@ -42,6 +42,8 @@ typedef struct fg_backend {
   /* Reductions of elem/reduce.h (device/reduce.c validated the call), results left in
    * device memory; stream never NULL (NULL slot: not implemented). */
   fg_status (*reduce)(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
+  /* *out = ((0 + x[0]) + x[1]) + ... over n doubles in device memory, in order. */
+  fg_status (*sum_f64)(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream);
   /* GEMM, fast and exact modes (NULL: not implemented). */
   fg_status (*gemm)(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
 } fg_backend;

@@ -62,3 +62,12 @@ fg_status fg_reduce_tensors(fg_device *dev, fg_reduce_op op, const fg_tensor *co
   fg_reduce_call r = {.op = (int)op, .count = count, .ts = ts, .per_tensor = per_tensor, .total = total};
   return fg_reduce_run(dev, &r, s);
 }
+
+fg_status fg_reduce_f64_sum(fg_device *dev, const double *x, size_t n, double *out, fg_stream *s) {
+  if (!dev || !out || (n && !x)) return fg_fail(FG_ERR_INVALID_ARG, "fg_reduce_f64_sum: NULL argument");
+  if (s && s->dev != dev)
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_reduce_f64_sum: the stream belongs to %s, not %s", s->dev->spec, dev->spec);
+  if (!dev->be->sum_f64) return fg_fail(FG_ERR_UNSUPPORTED, "fg_reduce_f64_sum: the %s backend cannot", dev->spec);
+  fg_stream *run = fg_stream_begin(dev, s);
+  return fg_stream_end(dev, s, dev->be->sum_f64(dev, x, n, out, run));
+}

@@ -26,7 +26,8 @@ PUBLIC = {
     "gguf.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "ckpt.h": "formats", "optim_frame.h": "formats",
     "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",
-    "tensor_ckpt.h": "training", "optim.h": "training",
+    "tensor_ckpt.h": "training", "optim.h": "training", "optimset.h": "training",
+    "lr_schedule.h": "training",
     "forgia.h": "umbrella",
 }
 

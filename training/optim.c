@@ -62,6 +62,7 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
   if (!o) return fg_fail(FG_ERR_NOMEM, "optimizer: out of memory");
   o->dev = dev;
   o->c = *c;
+  o->base_lr = (double)c->lr;
   s = fg_device_alloc(dev, sizeof(double), (void **)&o->norm);
   if (s) {
     free(o);
@@ -189,6 +190,16 @@ float fg_optim_lr(const fg_optim *o) { return o ? o->c.lr : 0.0f; }
 fg_status fg_optim_set_lr(fg_optim *o, float lr) {
   if (!o) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_set_lr: NULL optimizer");
   if (!isfinite(lr) || lr < 0.0f) return fg_fail(FG_ERR_INVALID_ARG, "%s: lr %g, expected finite and >= 0", fg_optim_kind_name(o->c.kind), lr);
+  o->c.lr = lr;
+  o->base_lr = (double)lr;
+  return FG_OK;
+}
+
+fg_status fg_optim_apply_lr_factor(fg_optim *o, double factor) {
+  if (!o) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_apply_lr_factor: NULL optimizer");
+  const float lr = (float)(o->base_lr * factor);
+  if (!isfinite(lr) || lr < 0.0f)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: lr factor %g gives lr %g", fg_optim_kind_name(o->c.kind), factor, lr);
   o->c.lr = lr;
   return FG_OK;
 }

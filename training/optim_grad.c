@@ -52,6 +52,14 @@ fg_status fg_optim_grad_squared_norm(fg_optim *o, double *out, fg_stream *s) {
   return fg_reduce_list(o->dev, FG_REDUCE_SUMSQ, o->grads, o->grad_dtypes, o->grad_ns, k, NULL, out, s);
 }
 
+fg_status fg_optim_clip_with(fg_optim *o, const double *norm, float max_norm, fg_stream *s) {
+  fg_op_params p;
+  memset(&p, 0, sizeof p);
+  p.f[0] = max_norm;
+  p.dscalar = norm;
+  return fg_optim_grad_op(o, FG_OP_CLIP_SCALE, &p, s);
+}
+
 fg_status fg_optim_clip_grad_norm(fg_optim *o, float max_norm, float *total_out, fg_stream *s) {
   if (!o) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_clip_grad_norm: NULL optimizer");
   if (!(max_norm > 0.0f) || !isfinite(max_norm))
@@ -59,11 +67,7 @@ fg_status fg_optim_clip_grad_norm(fg_optim *o, float max_norm, float *total_out,
   /* Both launches go on one stream (s NULL: each is synchronous), so the clip reads the
    * norm the reduction left in device memory, with no host round trip. */
   fg_status st = fg_optim_grad_squared_norm(o, o->norm, s);
-  fg_op_params p;
-  memset(&p, 0, sizeof p);
-  p.f[0] = max_norm;
-  p.dscalar = o->norm;
-  if (st == FG_OK) st = fg_optim_grad_op(o, FG_OP_CLIP_SCALE, &p, s);
+  if (st == FG_OK) st = fg_optim_clip_with(o, o->norm, max_norm, s);
   if (st == FG_OK && total_out) {
     double sq = 0.0;
     if (s) st = fg_stream_sync(s);

@@ -16,6 +16,7 @@ typedef struct fg_optim_slot {
 struct fg_optim {
   fg_device *dev;
   fg_optim_config c;
+  double base_lr; /* what schedule factors multiply */
   fg_optim_slot *slots;
   size_t n, cap;
   /* Reused per call, so a step allocates nothing on the host in steady state. */
@@ -30,6 +31,8 @@ struct fg_optim {
 
 /* Room for count entries in o->args / the gradient arrays. */
 fg_status fg_optim_reserve(fg_optim *o, size_t count);
+/* Scales o's gradients by Fucina's clip coefficient from a squared norm in device memory. */
+fg_status fg_optim_clip_with(fg_optim *o, const double *norm, float max_norm, fg_stream *s);
 /* The gradients of the slots that have one, in registration order, into o->grads; *count. */
 size_t fg_optim_collect_grads(fg_optim *o);
 

@@ -83,6 +83,9 @@ FG_API uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i); /* steps ta
 /* The learning rate used by the next step (schedules set it per step). */
 FG_API float fg_optim_lr(const fg_optim *o);
 FG_API fg_status fg_optim_set_lr(fg_optim *o, float lr);
+/* A schedule's factor (forgia/lr_schedule.h): lr = f32(base * factor), base = the lr the
+ * optimizer was created with (or last given to fg_optim_set_lr), widened to f64. */
+FG_API fg_status fg_optim_apply_lr_factor(fg_optim *o, double factor);
 
 /* One step over every parameter that has a gradient. A gradient of the wrong size cannot
  * happen (fg_tensor owns it); a parameter on another device is refused at fg_optim_add. */

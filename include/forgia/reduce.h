@@ -54,6 +54,11 @@ FG_API fg_status fg_reduce_array(fg_device *dev, fg_reduce_op op, const void *x,
 FG_API fg_status fg_reduce_tensors(fg_device *dev, fg_reduce_op op, const fg_tensor *const *ts, size_t count,
                                    double *per_tensor, double *total, fg_stream *s);
 
+/* *out = ((0 + x[0]) + x[1]) + ... : n doubles in device memory summed in order, on the
+ * device (totals of totals, such as the squared gradient norm of a set of optimizers, whose
+ * members each sum their own parameters first, as Fucina does). */
+FG_API fg_status fg_reduce_f64_sum(fg_device *dev, const double *x, size_t n, double *out, fg_stream *s);
+
 #ifdef __cplusplus
 }
 #endif
