@@ -26,7 +26,8 @@ fg_optim_config fg_optim_defaults(fg_optim_kind kind) {
   return c;
 }
 
-static fg_status fg_optim_check(const fg_optim_config *c) {
+fg_status fg_optim_config_check(const fg_optim_config *c) {
+  if (!c) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_config_check: NULL config");
   const char *k = fg_optim_kind_name(c->kind);
   if (!k) return fg_fail(FG_ERR_INVALID_ARG, "optimizer: unknown kind %d", (int)c->kind);
   if (!isfinite(c->lr) || c->lr < 0.0f) return fg_fail(FG_ERR_INVALID_ARG, "%s: lr %g, expected finite and >= 0", k, c->lr);
@@ -56,7 +57,7 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
   if (!out) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_create: NULL out");
   *out = NULL;
   if (!dev || !c) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_create: NULL argument");
-  fg_status s = fg_optim_check(c);
+  fg_status s = fg_optim_config_check(c);
   if (s) return s;
   fg_optim *o = calloc(1, sizeof *o);
   if (!o) return fg_fail(FG_ERR_NOMEM, "optimizer: out of memory");

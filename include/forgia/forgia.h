@@ -41,9 +41,16 @@
 #include "forgia/gguf.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
+#include "forgia/state_dict.h"
+#include "forgia/trainer_state.h"
+#include "forgia/ckpt_dir.h"
+#include "forgia/optim_frame.h"
 #include "forgia/quant.h"
 #include "forgia/export.h"
 #include "forgia/load.h"
 #include "forgia/tensor_ckpt.h"
+#include "forgia/optim.h"
+#include "forgia/optimset.h"
+#include "forgia/lr_schedule.h"
 
 #endif

@@ -67,6 +67,8 @@ FG_API const char *fg_optim_kind_name(fg_optim_kind kind);
 
 typedef struct fg_optim fg_optim;
 
+/* The checks fg_optim_create makes of c, alone (FG_ERR_INVALID_ARG with the reason). */
+FG_API fg_status fg_optim_config_check(const fg_optim_config *c);
 /* Validates c (unknown kind, non-finite or negative lr, betas outside [0,1), eps <= 0, a bf16
  * or f32 state dtype, torch's nesterov rule) and creates an empty optimizer on dev. */
 FG_API fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **out);

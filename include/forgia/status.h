@@ -6,9 +6,10 @@
  *
  * Stability: every code has an explicit number, grouped by range (generic 1-19, devices
  * 20-39, container formats 40-59, safetensors validation classes 60-79, quantization
- * 80-99). Once released a number never changes meaning and is never reused; new codes
- * are appended at the end of their group. Callers must treat any nonzero value, unknown
- * ones included, as an error (fg_status_name says "FG_ERR_UNKNOWN" for those).
+ * 80-99, optimizer frames 100-119). Once released a number never changes meaning and is
+ * never reused; new codes are appended at the end of their group. Callers must treat any
+ * nonzero value, unknown ones included, as an error (fg_status_name says "FG_ERR_UNKNOWN"
+ * for those).
  *
  * Thread safety: every function here may be called from any thread. The last-error
  * message is thread-local: a failure on one thread never changes another's message. */
@@ -65,6 +66,13 @@ typedef enum fg_status {
   FG_ERR_INCOMPLETE_BUFFER = 70,  /* data section not covered exactly (short file or trailing bytes) */
   /* quantization */
   FG_ERR_BAD_ROW = 80,            /* row length not a multiple of the block, or slice size mismatch */
+  /* optimizer frames (Fucina's Checkpoint* error classes; see forgia/optim_frame.h) */
+  FG_ERR_FRAME_UNKNOWN_NAME = 100,    /* a slot record names no registered slot */
+  FG_ERR_FRAME_MISSING_ENTRY = 101,   /* a registered slot has no record */
+  FG_ERR_FRAME_SHAPE_MISMATCH = 102,  /* dims or member count differ from the live optimizer */
+  FG_ERR_FRAME_CONFIG_MISMATCH = 103, /* a structural config field differs */
+  FG_ERR_FRAME_DTYPE_MISMATCH = 104,  /* stored state dtype or master presence differs */
+  FG_ERR_FRAME_TRAILING_BYTES = 105,  /* bytes after the last frame */
 } fg_status;
 
 /* Stable upper-case name of a status, e.g. "FG_ERR_TRUNCATED". Never NULL. */

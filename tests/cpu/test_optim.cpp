@@ -222,3 +222,32 @@ TEST(Optim, Bf16MomentsStayCloseToF32) {
       EXPECT_NEAR(a, b, 2e-2) << j << " " << i;
     }
 }
+
+// Fucina's own SGD/Adam/AdamW on the torch cases (tests/data/golden/fucina_optim.txt, generator
+// tests/data/fucina_gen/gen_optim.zig), each also with bf16 state: forgia's final parameters,
+// f32 masters and 16-bit parameters are the same bits.
+TEST(Optim, SameBitsAsFucina) {
+  Cpu cpu;
+  const auto cases = fgt::optim_cases("fucina_optim.txt");
+  ASSERT_EQ(22u, cases.size());
+  size_t bf16_state = 0;
+  for (const auto &oc : cases) {
+    SCOPED_TRACE(oc.line);
+    bf16_state += oc.c.state_dtype == FG_BF16;
+    std::vector<std::vector<uint32_t>> masters;
+    const auto got = fgt::optim_replay(cpu.dev, oc, nullptr, &masters);
+    ASSERT_EQ(oc.want.size(), masters.size());
+    ASSERT_EQ(oc.p16 == FG_F32 ? 0u : got.size(), oc.want16.size());
+    for (size_t j = 0; j < got.size(); j++) {
+      ASSERT_EQ(oc.want[j].size(), masters[j].size());
+      for (size_t i = 0; i < masters[j].size(); i++)
+        EXPECT_EQ(oc.want[j][i], masters[j][i]) << "p" << j << "[" << i << "]";
+      EXPECT_EQ(0, std::memcmp(oc.want[j].data(), masters[j].data(), masters[j].size() * 4)) << "p" << j;
+      if (oc.p16 != FG_F32) {
+        ASSERT_EQ(oc.want16[j].size() * 2, got[j].size());
+        EXPECT_EQ(0, std::memcmp(oc.want16[j].data(), got[j].data(), got[j].size())) << "p" << j << "_16";
+      }
+    }
+  }
+  EXPECT_EQ(11u, bf16_state);
+}

@@ -1,5 +1,7 @@
 // The torch.optim trajectories of tests/data/golden/torch_optim.txt (generator:
-// tests/data/torch_gen/gen_optim.py) and a runner that replays one with forgia on any device.
+// tests/data/torch_gen/gen_optim.py), the same cases run by Fucina in fucina_optim.txt
+// (tests/data/fucina_gen/gen_optim.zig; `state=bf16` cases add bf16 moments), and a runner
+// that replays one with forgia on any device.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include "forgia/optim.h"
 #include "forgia/rng.h"
 #include "testutil.h"
+#include "training/optim_internal.h"
 
 namespace fgt {
 
@@ -43,8 +46,8 @@ inline std::vector<float> optim_stream(uint64_t seed, size_t n, float scale) {
   return v;
 }
 
-inline std::vector<OptimCase> optim_cases() {
-  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/torch_optim.txt");
+inline std::vector<OptimCase> optim_cases(const char *golden = "torch_optim.txt") {
+  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/" + golden);
   std::vector<OptimCase> out;
   std::string line;
   while (std::getline(f, line)) {
@@ -76,6 +79,10 @@ inline std::vector<OptimCase> optim_cases() {
           while (std::getline(sk, x, ',')) oc.skip.push_back(std::stoi(x));
         }
         if (k == "p16") oc.p16 = v == "bfloat16" ? FG_BF16 : v == "float16" ? FG_F16 : FG_F32;
+        if (k == "state" && v == "bf16") {  // Fucina: SGD's buffer, or both of Adam's moments
+          oc.c.state_dtype = FG_BF16;
+          if (oc.c.kind != FG_OPTIM_SGD) oc.c.second_moment_dtype = FG_BF16;
+        }
       }
       out.push_back(oc);
     } else if (!out.empty() && (tag == "p0" || tag == "p1")) {
@@ -94,8 +101,10 @@ inline std::vector<OptimCase> optim_cases() {
 }
 
 // Replays oc on dev; returns the final parameters as host bytes (their own dtype), and the
-// optimizer's masters are reflected in the 16-bit parameters.
-inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const OptimCase &oc, std::vector<uint64_t> *counts = nullptr) {
+// optimizer's masters are reflected in the 16-bit parameters. masters (optional) receives
+// each parameter's final f32 values: the master of a 16-bit parameter, else the parameter.
+inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const OptimCase &oc, std::vector<uint64_t> *counts = nullptr,
+                                                     std::vector<std::vector<uint32_t>> *masters = nullptr) {
   const fg_dtype pd = oc.p16;
   const size_t esz = pd == FG_F32 ? 4 : 2;
   std::vector<fg_tensor *> ps;
@@ -143,6 +152,15 @@ inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const Opti
     EXPECT_EQ(FG_OK, fg_tensor_download(ps[j], b.data(), b.size(), nullptr));
     out.push_back(b);
     if (counts) counts->push_back(fg_optim_step_count_at(opt, j));
+    if (masters) {
+      std::vector<uint32_t> m(ps[j]->numel);
+      if (pd == FG_F32) {
+        std::memcpy(m.data(), b.data(), b.size());
+      } else {
+        EXPECT_EQ(FG_OK, fg_device_copy(dev, m.data(), opt->slots[j].master, m.size() * 4, FG_COPY_D2H));
+      }
+      masters->push_back(m);
+    }
   }
   fg_optim_free(opt);
   for (fg_tensor *t : ps) fg_tensor_free(t);

@@ -1,0 +1,275 @@
+/* forgia optim: replays a recorded trajectory: parameters from a safetensors file, the
+ * gradient of step j named "<tensor>@<K+j-1>" in another, N steps of a configured optimizer
+ * (or set, with clipping and a schedule), the parameters written back in their own dtype. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forgia/forgia.h"
+#include "forgia/lr_schedule.h"
+#include "forgia/optimset.h"
+#include "util_args.h"
+#include "util_optim_config.h"
+#include "util_report.h"
+#include "util_signal.h"
+
+const char fg_cmd_optim_summary[] = "replay optimizer steps from recorded gradients (safetensors in, out)";
+
+static const char synopsis[] =
+    "forgia optim --config CONFIG.json --params P.safetensors --grads G.safetensors --steps N --out OUT.safetensors "
+    "[--first-grad K] [--device D]";
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: %s\n\n"
+          "Registers the parameters of P, runs N optimizer steps in which step j uses the gradients\n"
+          "named <tensor>@<K+j-1> in G (K defaults to 1; a parameter without one that step is\n"
+          "skipped, as torch skips a None gradient), and writes the parameters, in their own dtype\n"
+          "and under their names in P, to OUT (atomically).\n\n"
+          "CONFIG.json is one optimizer or a set:\n"
+          "  {\"optimizer\": \"sgd|adam|adamw\", \"lr\": ..., \"weight_decay\": ..., \"momentum\": ...,\n"
+          "   \"dampening\": ..., \"nesterov\": true, \"beta1\": ..., \"beta2\": ..., \"eps\": ...,\n"
+          "   \"state_dtype\": \"f32|bf16\", \"second_moment_dtype\": \"f32|bf16\",\n"
+          "   \"params\": [\"w\", {\"tensor\": \"b\", \"name\": null}]}\n"
+          "  {\"set\": [member, ...], \"clip_grad_norm\": X,\n"
+          "   \"schedule\": {\"kind\": \"warmup_cosine|warmup_linear|constant\", \"total_steps\": T,\n"
+          "                \"warmup_steps\": W, \"min_factor\": F}}\n"
+          "A params entry is a tensor of P registered under its own name, or under \"name\" (null:\n"
+          "param<i>). Without \"params\", a single optimizer takes every tensor of P in file order.\n"
+          "Omitted fields take Fucina's defaults; an unknown field is an error. clip_grad_norm and\n"
+          "schedule may also sit beside a single optimizer. The schedule's factor at step j-1\n"
+          "(0-based) scales every member's lr before step j; clipping runs before each step.\n",
+          synopsis);
+}
+
+typedef struct reg {
+  const fg_ckpt_tensor *src; /* in P */
+  fg_tensor *t;
+} reg;
+
+typedef struct job {
+  optim_cli_config cfg;
+  fg_device *dev;
+  fg_ckpt *p, *g;
+  fg_optim **opt;
+  fg_optimset *set;
+  reg *regs;
+  size_t nregs;
+  uint64_t steps, first;
+  const char *out;
+} job;
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0, n;
+  char tmp[65536];
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+    if (len + n + 1 > cap) {
+      cap = (len + n + 1) * 2;
+      char *nb = cap > (64u << 20) ? NULL : realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        fg_fail(FG_ERR_INVALID_ARG, "%s: too large for a configuration (over 64 MiB)", path);
+        return NULL;
+      }
+      buf = nb;
+    }
+    memcpy(buf + len, tmp, n);
+    len += n;
+  }
+  fclose(f);
+  if (!buf) buf = calloc(1, 1);
+  else buf[len] = 0;
+  return buf;
+}
+
+/* The gradient of src at step index k (1-based in G's names), or NULL when G has none. */
+static const fg_ckpt_tensor *grad_of(const job *j, const reg *r, uint64_t k) {
+  char name[4096];
+  int w = snprintf(name, sizeof name, "%s@%llu", r->src->name, (unsigned long long)k);
+  if (w < 0 || (size_t)w >= sizeof name) return NULL;
+  return fg_ckpt_find(j->g, name);
+}
+
+/* Everything G supplies is checked before the first step, so a bad file changes nothing. */
+static fg_status check_grads(const job *j) {
+  for (uint64_t s = 0; s < j->steps; s++)
+    for (size_t i = 0; i < j->nregs; i++) {
+      const fg_ckpt_tensor *g = grad_of(j, &j->regs[i], j->first + s);
+      if (!g) continue;
+      if (g->dtype != FG_F32)
+        return fg_fail(FG_ERR_TYPE, "%s: gradient '%s' is %s, expected f32", fg_ckpt_path(j->g), g->name,
+                       fg_dtype_name(g->dtype));
+      if (g->numel != j->regs[i].t->numel)
+        return fg_fail(FG_ERR_BAD_SHAPE, "%s: gradient '%s' has %llu elements, its parameter %llu", fg_ckpt_path(j->g),
+                       g->name, (unsigned long long)g->numel, (unsigned long long)j->regs[i].t->numel);
+    }
+  return FG_OK;
+}
+
+static fg_status add_param(job *j, fg_optim *o, const char *tensor, const char *name) {
+  const fg_ckpt_tensor *ct = fg_ckpt_find(j->p, tensor);
+  if (!ct) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tensor '%s'", fg_ckpt_path(j->p), tensor);
+  for (size_t i = 0; i < j->nregs; i++)
+    if (j->regs[i].src == ct) return fg_fail(FG_ERR_DUPLICATE, "tensor '%s' is registered twice (it would step twice)", tensor);
+  fg_tensor *t = NULL;
+  fg_status s = fg_tensor_load_ckpt(j->dev, j->p, ct, ct->dtype, &t);
+  if (s == FG_OK) s = fg_optim_add(o, t, name);
+  if (s) {
+    fg_tensor_free(t);
+    return s;
+  }
+  j->regs[j->nregs++] = (reg){ct, t};
+  return FG_OK;
+}
+
+static fg_status setup(job *j) {
+  size_t cap = 0;
+  for (size_t m = 0; m < j->cfg.n; m++) cap += j->cfg.m[m].all_params ? fg_ckpt_count(j->p) : j->cfg.m[m].nparams;
+  j->regs = calloc(cap ? cap : 1, sizeof *j->regs);
+  j->opt = calloc(j->cfg.n, sizeof *j->opt);
+  fg_status s = j->regs && j->opt ? fg_optimset_create(&j->set) : fg_fail(FG_ERR_NOMEM, "optim: out of memory");
+  for (size_t m = 0; m < j->cfg.n && s == FG_OK; m++) {
+    const optim_cli_member *mb = &j->cfg.m[m];
+    s = fg_optim_create(j->dev, &mb->c, &j->opt[m]);
+    if (mb->all_params)
+      for (size_t i = 0; i < fg_ckpt_count(j->p) && s == FG_OK; i++) {
+        const fg_ckpt_tensor *ct = fg_ckpt_tensor_at(j->p, i);
+        s = add_param(j, j->opt[m], ct->name, ct->name);
+      }
+    for (size_t i = 0; i < mb->nparams && s == FG_OK; i++) s = add_param(j, j->opt[m], mb->params[i].tensor, mb->params[i].name);
+    if (s == FG_OK) s = fg_optimset_add(j->set, j->opt[m]);
+  }
+  return s == FG_OK ? check_grads(j) : s;
+}
+
+static fg_status run_steps(job *j) {
+  for (uint64_t s = 0; s < j->steps; s++) {
+    if (fg_cli_signal_caught()) return FG_OK;
+    for (size_t i = 0; i < j->nregs; i++) {
+      fg_tensor *t = j->regs[i].t;
+      const fg_ckpt_tensor *g = grad_of(j, &j->regs[i], j->first + s);
+      if (!g) { /* no gradient this step: the parameter is skipped */
+        fg_device_free(t->dev, t->grad);
+        t->grad = NULL;
+        continue;
+      }
+      fg_tensor *gt = NULL;
+      fg_status st = fg_tensor_grad_alloc(t);
+      if (st == FG_OK) st = fg_tensor_load_ckpt(j->dev, j->g, g, FG_F32, &gt);
+      if (st == FG_OK) st = fg_device_copy(j->dev, t->grad, gt->data, (size_t)gt->nbytes, FG_COPY_D2D);
+      fg_tensor_free(gt);
+      if (st) return st;
+    }
+    fg_status st = FG_OK;
+    if (j->cfg.has_schedule) st = fg_optimset_apply_lr_factor(j->set, fg_lr_factor(&j->cfg.schedule, s));
+    if (st == FG_OK && j->cfg.clip > 0) st = fg_optimset_clip_grad_norm(j->set, j->cfg.clip, NULL, NULL);
+    if (st == FG_OK) st = fg_optimset_step(j->set, NULL);
+    if (st) return fg_fail_prefix(st, "step %llu: ", (unsigned long long)(s + 1));
+  }
+  return FG_OK;
+}
+
+static fg_status write_out(job *j) {
+  fg_st_write_tensor *w = calloc(j->nregs ? j->nregs : 1, sizeof *w);
+  void **host = calloc(j->nregs ? j->nregs : 1, sizeof *host);
+  fg_status s = w && host ? FG_OK : fg_fail(FG_ERR_NOMEM, "optim: out of memory");
+  for (size_t i = 0; i < j->nregs && s == FG_OK; i++) {
+    const fg_tensor *t = j->regs[i].t;
+    host[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+    s = host[i] ? fg_tensor_download(t, host[i], (size_t)t->nbytes, NULL) : fg_fail(FG_ERR_NOMEM, "optim: out of memory");
+    w[i] = (fg_st_write_tensor){j->regs[i].src->name, t->dtype, t->ndim, t->shape, host[i], t->nbytes};
+  }
+  if (s == FG_OK) s = fg_st_save(j->out, w, j->nregs, NULL, 0);
+  for (size_t i = 0; host && i < j->nregs; i++) free(host[i]);
+  free(host);
+  free(w);
+  return s;
+}
+
+static void job_free(job *j) {
+  fg_optimset_free(j->set);
+  for (size_t m = 0; j->opt && m < j->cfg.n; m++) fg_optim_free(j->opt[m]);
+  free(j->opt);
+  for (size_t i = 0; i < j->nregs; i++) fg_tensor_free(j->regs[i].t);
+  free(j->regs);
+  fg_ckpt_close(j->p);
+  fg_ckpt_close(j->g);
+  fg_device_close(j->dev);
+  optim_cli_config_free(&j->cfg);
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-' || *s == '+') return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return 0;
+  *out = v;
+  return 1;
+}
+
+int fg_cmd_optim(int argc, char **argv) {
+  const char *config = NULL, *params = NULL, *grads = NULL, *steps = NULL, *out = NULL, *first = NULL,
+             *device = NULL;
+  const fg_cli_opt opts[] = {{"--config", &config, NULL}, {"--params", &params, NULL},    {"--grads", &grads, NULL},
+                             {"--steps", &steps, NULL},   {"--out", &out, NULL},          {"--first-grad", &first, NULL},
+                             {"--device", &device, NULL}};
+  const fg_cli_spec spec = {"optim", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
+  int prc = fg_cli_parse(&spec, argc, argv);
+  if (prc != FG_CLI_GO) return prc;
+  const char *missing = !config ? "--config" : !params ? "--params" : !grads ? "--grads" : !steps ? "--steps" : !out ? "--out" : NULL;
+  if (missing) return fg_cli_usage_error(&spec, missing, "missing");
+  job j;
+  memset(&j, 0, sizeof j);
+  j.out = out;
+  j.first = 1;
+  if (!parse_u64(steps, &j.steps)) return fg_cli_usage_error(&spec, "--steps", "'%s' is not a decimal integer", steps);
+  if (first && (!parse_u64(first, &j.first) || j.first + j.steps < j.first))
+    return fg_cli_usage_error(&spec, "--first-grad", "'%s' is not a decimal integer (with --steps, below 2^64)", first);
+  char *text = read_text(config);
+  if (!text) {
+    fg_cli_report("optim", config);
+    return 1;
+  }
+  char why[512];
+  bool ok = optim_cli_config_parse(text, &j.cfg, why, sizeof why);
+  free(text);
+  if (!ok) return fg_cli_usage_error(&spec, config, "%s", why);
+  for (size_t m = 0; m < j.cfg.n; m++)
+    if (fg_optim_config_check(&j.cfg.m[m].c)) {
+      int rc = fg_cli_usage_error(&spec, config, "%s", fg_last_error());
+      optim_cli_config_free(&j.cfg);
+      return rc;
+    }
+  fg_status s = fg_device_open(device ? device : "auto", &j.dev);
+  if (s) {
+    int rc = fg_cli_usage_error(&spec, "--device", "%s", fg_last_error());
+    job_free(&j);
+    return rc;
+  }
+  fg_cli_signals_catch();
+  s = fg_ckpt_open(params, &j.p);
+  if (s == FG_OK) s = fg_ckpt_open(grads, &j.g);
+  if (s == FG_OK) s = setup(&j);
+  if (s == FG_OK) s = run_steps(&j);
+  int rc = 0;
+  if (fg_cli_signal_caught()) {
+    rc = fg_cli_interrupted("optim", NULL);
+  } else {
+    if (s == FG_OK) s = write_out(&j);
+    if (s) {
+      fg_cli_report("optim", NULL);
+      rc = 1;
+    }
+  }
+  job_free(&j);
+  return rc;
+}
