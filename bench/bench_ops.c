@@ -133,17 +133,8 @@ int main(int argc, char **argv) {
   fg_device_close(cpu);
   if (fg_cuda_device_count() > 0) {
     fg_device *gpu;
-    void *dx, *dy;
-    if (fg_device_open("cuda:0", &gpu) || fg_device_alloc(gpu, b.size, &dx) || fg_device_alloc(gpu, b.size, &dy))
-      return 1;
-    fg_device_copy(gpu, dy, dx, b.size, FG_COPY_D2D);
-    fg_device_sync(gpu);
-    double t0 = fg_clock_seconds();
-    for (int i = 0; i < 10; i++) fg_device_copy(gpu, dy, dx, b.size, FG_COPY_D2D);
-    fg_device_sync(gpu);
-    const double d2d_traffic = 2.0 * 10.0 * (double)b.size / (fg_clock_seconds() - t0) / 1e9;
-    fg_device_free(gpu, dx);
-    fg_device_free(gpu, dy);
+    if (fg_device_open("cuda:0", &gpu)) return 1;
+    const double d2d_traffic = fg_bench_d2d_traffic_gbs(gpu, b.size);
     bench_device(&b, gpu, "cuda", d2d_traffic, "d2d_copy_traffic", host, run_peer(python, "cuda", 0, b.reps));
     fg_device_close(gpu);
   }

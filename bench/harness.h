@@ -28,6 +28,10 @@ void fg_bench_report(const fg_bench *b, const char *figure, double value, const 
 /* Memory copy bandwidth in GB/s (bytes copied / s) for a buffer of `bytes`, with `threads`
  * threads (0 = OpenMP default): the limit most host-side figures are compared with. */
 double fg_bench_memcpy_gbs(const fg_bench *b, size_t bytes, int threads);
+/* A device-to-device copy's traffic in GB/s (bytes read + bytes written per second) for a
+ * buffer of `bytes` on dev: the limit of streaming kernels on a GPU. 0 when it cannot run. */
+struct fg_device;
+double fg_bench_d2d_traffic_gbs(struct fg_device *dev, size_t bytes);
 
 #endif
 

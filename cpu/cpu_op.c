@@ -12,7 +12,6 @@
 #include "device/backend.h"
 #include "device/op_chunks.h"
 #include "device/scratch.h"
-#include "forgia/elem/half.h"
 #include "forgia/ops.h"
 
 /* Elements per work item: large enough to amortise the loop set-up, small enough that
@@ -26,25 +25,6 @@
 #endif
 
 #define FG_ALWAYS_INLINE inline __attribute__((always_inline))
-
-static FG_ALWAYS_INLINE float fg_ld(const void *p, fg_dtype d, size_t i) {
-  switch (d) {
-    case FG_F32: return ((const float *)p)[i];
-    case FG_F16: return fg_f16_to_f32(((const uint16_t *)p)[i]);
-    case FG_BF16: return fg_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return (float)((const uint8_t *)p)[i];
-  }
-}
-
-static FG_ALWAYS_INLINE void fg_st(void *p, fg_dtype d, size_t i, float v) {
-  v = fg_op_canonical(v);
-  switch (d) {
-    case FG_F32: ((float *)p)[i] = v; break;
-    case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
-    case FG_BF16: ((uint16_t *)p)[i] = fg_f32_to_bf16(v); break;
-    default: ((uint8_t *)p)[i] = v != 0.0f; break;
-  }
-}
 
 typedef void (*fg_op_fn)(const fg_op_params *, fg_op_vals *, uint64_t, uint64_t);
 
@@ -60,7 +40,7 @@ static FG_ALWAYS_INLINE void fg_cpu_group(fg_op_fn fn, unsigned W, unsigned ns, 
     if (i < lo || i >= hi) continue;
 #pragma GCC unroll 4
     for (unsigned k = 0; k < ns; k++)
-      if (rm >> k & 1u) v[w][k] = f32 ? ((const float *)a->ptr[k])[i] : fg_ld(a->ptr[k], a->dtype[k], i);
+      if (rm >> k & 1u) v[w][k] = f32 ? ((const float *)a->ptr[k])[i] : fg_op_load(a->ptr[k], a->dtype[k], i);
   }
   fn(P, v, a->seed, a->index0 + i0);
 #pragma GCC unroll 2
@@ -73,7 +53,7 @@ static FG_ALWAYS_INLINE void fg_cpu_group(fg_op_fn fn, unsigned W, unsigned ns, 
         if (f32)
           ((float *)a->ptr[k])[i] = fg_op_canonical(v[w][k]);
         else
-          fg_st(a->ptr[k], a->dtype[k], i, v[w][k]);
+          fg_op_store(a->ptr[k], a->dtype[k], i, v[w][k]);
       }
   }
 }

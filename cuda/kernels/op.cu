@@ -6,30 +6,10 @@
 
 #include "cuda/kernels.h"
 #include "device/op_chunks.h"
-#include "forgia/elem/half.h"
 #include "forgia/ops.h"
 
 #define FG_CU_OP_THREADS 256
 #define FG_CU_OP_ILP 4
-
-static __device__ __forceinline__ float fg_cu_ld(const void *p, fg_dtype d, size_t i) {
-  switch (d) {
-    case FG_F32: return ((const float *)p)[i];
-    case FG_F16: return fg_f16_to_f32(((const uint16_t *)p)[i]);
-    case FG_BF16: return fg_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return (float)((const uint8_t *)p)[i];
-  }
-}
-
-static __device__ __forceinline__ void fg_cu_st(void *p, fg_dtype d, size_t i, float v) {
-  v = fg_op_canonical(v);
-  switch (d) {
-    case FG_F32: ((float *)p)[i] = v; break;
-    case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
-    case FG_BF16: ((uint16_t *)p)[i] = fg_f32_to_bf16(v); break;
-    default: ((uint8_t *)p)[i] = v != 0.0f; break;
-  }
-}
 
 // Elements are addressed by a group g (one element for W = 1, one pair of counters for
 // W = 2); a group's lanes outside [lo, hi) of the chunk are neither loaded nor stored.
@@ -55,7 +35,7 @@ __global__ void __launch_bounds__(FG_CU_OP_THREADS)
         if (g >= ngroups || i < lo || i >= hi) continue;
 #pragma unroll
         for (unsigned k = 0; k < NS; k++)
-          if (RM >> k & 1u) v[u][w][k] = fg_cu_ld(a.ptr[k], a.dtype[k], i);
+          if (RM >> k & 1u) v[u][w][k] = fg_op_load(a.ptr[k], a.dtype[k], i);
       }
     }
 #pragma unroll
@@ -72,7 +52,7 @@ __global__ void __launch_bounds__(FG_CU_OP_THREADS)
         if (g >= ngroups || i < lo || i >= hi) continue;
 #pragma unroll
         for (unsigned k = 0; k < NS; k++)
-          if (WM >> k & 1u) fg_cu_st(a.ptr[k], a.dtype[k], i, v[u][w][k]);
+          if (WM >> k & 1u) fg_op_store(a.ptr[k], a.dtype[k], i, v[u][w][k]);
       }
     }
   }

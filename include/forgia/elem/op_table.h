@@ -15,6 +15,7 @@
 
 #include <math.h>
 
+#include "forgia/elem/half.h"
 #include "forgia/elem/hd.h"
 #include "forgia/elem/op_params.h"
 #include "forgia/elem/rng.h"
@@ -34,6 +35,26 @@ typedef float fg_op_vals[FG_OP_MAX_STREAMS];
 
 /* What the launchers store for a result v. */
 static inline FG_HD float fg_op_canonical(float v) { return v != v ? fg_bits_f32(0x7fc00000u) : v; }
+
+/* Element i of a stream widened to f32, and a result narrowed into one (both launchers). */
+static inline FG_HD float fg_op_load(const void *p, fg_dtype d, size_t i) {
+  switch (d) {
+    case FG_F32: return ((const float *)p)[i];
+    case FG_F16: return fg_f16_to_f32(((const uint16_t *)p)[i]);
+    case FG_BF16: return fg_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return (float)((const uint8_t *)p)[i];
+  }
+}
+
+static inline FG_HD void fg_op_store(void *p, fg_dtype d, size_t i, float v) {
+  v = fg_op_canonical(v);
+  switch (d) {
+    case FG_F32: ((float *)p)[i] = v; break;
+    case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16(v); break;
+    case FG_BF16: ((uint16_t *)p)[i] = fg_f32_to_bf16(v); break;
+    default: ((uint8_t *)p)[i] = v != 0.0f; break;
+  }
+}
 
 /* fill: s0 = f[0]. */
 static inline FG_HD void fg_op_fill(const fg_op_params *P, fg_op_vals *v, uint64_t seed, uint64_t c) {
