@@ -104,6 +104,17 @@ FG_API fg_status fg_optim_scale_gradients(fg_optim *o, float factor, fg_stream *
  * may be NULL) receives the pre-clip total through an explicit copy, which waits for s. */
 FG_API fg_status fg_optim_clip_grad_norm(fg_optim *o, float max_norm, float *total_out, fg_stream *s);
 
+/* The state as Fucina's saveState writes it (forgia/optim_frame.h): AdamW FZA3/4/5, Adam
+ * FZAD/FZD4/FZD5, SGD FZS3/4/5, the version by Fucina's rule (v5 when a parameter is 16-bit,
+ * else v4 when a state buffer is bf16, else v3); slots named as registered. *out is
+ * malloc'd (free()). */
+FG_API fg_status fg_optim_save_state(fg_optim *o, uint8_t **out, size_t *out_len);
+/* Loads such a frame (Fucina's or ours): records matched by name (any order), the header
+ * config and every slot's dims and state dtypes checked with Fucina's errors; nothing
+ * changes unless the whole frame is valid. A 16-bit parameter without a stored master gets
+ * its master re-widened from its values. */
+FG_API fg_status fg_optim_load_state(fg_optim *o, const uint8_t *data, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
