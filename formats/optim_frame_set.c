@@ -1,5 +1,6 @@
 /* Optimizer frames: the set container FZO3 (member frames back to back, no lengths) and
  * the positional f32 tensor list FZT1, read and written. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,14 +11,26 @@
 #define OF_MIN_MEMBER 8u
 #define OF_MIN_TENSOR 8u
 
-fg_status of_parse_set(of_rd *r, fg_oframe *f) {
-  fg_status st = of_need(r, 4, "the member count");
+/* A u32 count of entries that each take at least min_each bytes, checked against what
+ * remains before anything is allocated for them. */
+static fg_status of_get_count(of_rd *r, unsigned min_each, const char *what, uint32_t *n, size_t *at) {
+  char need[64];
+  snprintf(need, sizeof need, "the %s count", what);
+  fg_status st = of_need(r, 4, need);
   if (st) return st;
-  size_t at = r->off;
-  uint32_t n = of_get_u32(r);
-  if (n > (r->len - r->off) / OF_MIN_MEMBER)
-    return of_rd_fail(r, FG_ERR_TRUNCATED, at, "%u members need at least %u bytes each, %zu remain", n,
-                      OF_MIN_MEMBER, r->len - r->off);
+  *at = r->off;
+  *n = of_get_u32(r);
+  if (*n > (r->len - r->off) / min_each)
+    return of_rd_fail(r, FG_ERR_TRUNCATED, *at, "%u %ss need at least %u bytes each, %zu remain", *n, what, min_each,
+                      r->len - r->off);
+  return FG_OK;
+}
+
+fg_status of_parse_set(of_rd *r, fg_oframe *f) {
+  size_t at;
+  uint32_t n;
+  fg_status st = of_get_count(r, OF_MIN_MEMBER, "member", &n, &at);
+  if (st) return st;
   f->members = n ? calloc(n, sizeof *f->members) : NULL;
   if (n && !f->members) return of_rd_fail(r, FG_ERR_NOMEM, at, "allocating %u members", n);
   f->n_members = n;
@@ -36,13 +49,10 @@ fg_status of_parse_set(of_rd *r, fg_oframe *f) {
 }
 
 fg_status of_parse_tensors(of_rd *r, fg_oframe *f) {
-  fg_status st = of_need(r, 4, "the tensor count");
+  size_t at;
+  uint32_t n;
+  fg_status st = of_get_count(r, OF_MIN_TENSOR, "tensor", &n, &at);
   if (st) return st;
-  size_t at = r->off;
-  uint32_t n = of_get_u32(r);
-  if (n > (r->len - r->off) / OF_MIN_TENSOR)
-    return of_rd_fail(r, FG_ERR_TRUNCATED, at, "%u tensors need at least %u bytes each, %zu remain", n,
-                      OF_MIN_TENSOR, r->len - r->off);
   f->tensors = n ? calloc(n, sizeof *f->tensors) : NULL;
   if (n && !f->tensors) return of_rd_fail(r, FG_ERR_NOMEM, at, "allocating %u tensors", n);
   f->n_tensors = n;

@@ -119,6 +119,11 @@ size_t fg_optim_collect_grads(fg_optim *o) {
     o->grads[k] = t->grad;
     o->grad_dtypes[k] = FG_F32;
     o->grad_ns[k] = (size_t)t->numel;
+    fg_op_args *a = &o->args[k];
+    memset(a, 0, sizeof *a);
+    a->ptr[0] = t->grad;
+    a->dtype[0] = FG_F32;
+    a->n = (size_t)t->numel;
     k++;
   }
   return k;

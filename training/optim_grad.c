@@ -6,23 +6,8 @@
 #include "forgia/reduce.h"
 #include "training/optim_internal.h"
 
-/* Every gradient as stream 0 of o->args; returns the count. */
-static size_t fg_optim_grad_args(fg_optim *o) {
-  size_t k = 0;
-  for (size_t i = 0; i < o->n; i++) {
-    fg_tensor *t = o->slots[i].t;
-    if (!t->grad) continue;
-    fg_op_args *a = &o->args[k++];
-    memset(a, 0, sizeof *a);
-    a->ptr[0] = t->grad;
-    a->dtype[0] = FG_F32;
-    a->n = (size_t)t->numel;
-  }
-  return k;
-}
-
 static fg_status fg_optim_grad_op(fg_optim *o, fg_op_kind op, const fg_op_params *p, fg_stream *s) {
-  const size_t k = fg_optim_grad_args(o);
+  const size_t k = fg_optim_collect_grads(o);
   return k ? fg_op_run(o->dev, op, p, o->args, k, s) : FG_OK;
 }
 

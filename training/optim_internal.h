@@ -33,7 +33,9 @@ struct fg_optim {
 fg_status fg_optim_reserve(fg_optim *o, size_t count);
 /* Scales o's gradients by Fucina's clip coefficient from a squared norm in device memory. */
 fg_status fg_optim_clip_with(fg_optim *o, const double *norm, float max_norm, fg_stream *s);
-/* The gradients of the slots that have one, in registration order, into o->grads; *count. */
+/* The gradients of the slots that have one, in registration order: into o->grads (with
+ * grad_dtypes and grad_ns, for reductions) and as stream 0 of o->args (for ops). Returns
+ * their count. */
 size_t fg_optim_collect_grads(fg_optim *o);
 
 #endif
