@@ -142,4 +142,5 @@ const fg_backend fg_cpu_backend = {
   .op_run = fg_cpu_op_run,
   .gemm = fg_cpu_gemm,
   .sum_f64 = cpu_sum_f64,
+  .apollo = fg_cpu_apollo,
 };

@@ -20,5 +20,8 @@ fg_status fg_cpu_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_strea
 /* The op layer's launcher (cpu/cpu_op.c). */
 fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
                         fg_stream *stream);
+/* APOLLO's kernels (cpu/cpu_apollo.c). */
+struct fg_apollo_call;
+fg_status fg_cpu_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
 
 #endif

@@ -185,6 +185,7 @@ static fg_status cu_convert(fg_device *dev, void *dst, fg_dtype dt, const void *
 fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
                          fg_stream *stream);
 fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
+fg_status fg_cuda_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
 
 /* Backend state created on first use (the cuBLAS handle). */
 static void cu_close(fg_device *dev) { fg_cuda_blas_release(dev); }
@@ -222,4 +223,5 @@ const fg_backend fg_cuda_backend = {
   .close = cu_close,
   .gemm = fg_cuda_gemm,
   .sum_f64 = cu_sum_f64,
+  .apollo = fg_cuda_apollo,
 };

@@ -10,6 +10,7 @@
 
 struct fg_gemm_call;   /* device/gemm_call.h */
 struct fg_reduce_call; /* device/reduce_call.h */
+struct fg_apollo_call; /* device/apollo_call.h */
 
 typedef struct fg_backend {
   const char *name;
@@ -46,6 +47,8 @@ typedef struct fg_backend {
   fg_status (*sum_f64)(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream);
   /* GEMM, fast and exact modes (NULL: not implemented). */
   fg_status (*gemm)(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
+  /* APOLLO's kernels of forgia/apollo.h (device/apollo.c validated the call; NULL: none). */
+  fg_status (*apollo)(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
 } fg_backend;
 
 struct fg_device {

@@ -21,13 +21,13 @@ EXTS = (".c", ".h", ".cu", ".cuh", ".cpp")
 PUBLIC = {
     "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
     "device.h": "device", "topology.h": "device", "tensor.h": "device", "ops.h": "device",
-    "rng.h": "device", "reduce.h": "device", "gemm.h": "device",
+    "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device",
     "mapping.h": "host", "load.h": "host",
     "gguf.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "ckpt.h": "formats", "optim_frame.h": "formats",
     "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",
     "tensor_ckpt.h": "training", "optim.h": "training", "optimset.h": "training",
-    "lr_schedule.h": "training",
+    "lr_schedule.h": "training", "muon.h": "training", "registry.h": "training",
     "forgia.h": "umbrella",
 }
 

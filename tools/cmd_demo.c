@@ -5,7 +5,12 @@
  *   4. load each onto the best device (kept dtypes: the I/O path) and once more widened to
  *      f32 to measure the quantization error against the original weights,
  *   5. print one table: format, dtype, file size, RMSE, load GB/s and its ratio to a limit
- *      measured in the same run (page-cache read on the CPU, pinned H2D on a GPU).
+ *      measured in the same run (page-cache read on the CPU, pinned H2D on a GPU);
+ *   6. training (train_demo.h): AdamW trains the two-spirals MLP with a checkpoint at half
+ *      way, a fresh process resumes from it and must end memcmp-equal to the uninterrupted
+ *      run, the model is exported to safetensors and GGUF, and `forgia inspect` reads both
+ *      and the checkpoint directory.
+ * --only io|train runs one of the two parts.
  * Exits 1 when any step fails (2 on bad usage or a bad --device, before anything is built);
  * on SIGINT/SIGTERM removes what this run wrote and exits 130/143. */
 #include <errno.h>
@@ -22,6 +27,7 @@
 #include "forgia/gguf.h"
 #include "forgia/load.h"
 #include "forgia/safetensors.h"
+#include "train_demo.h"
 #include "util_args.h"
 #include "util_limits.h"
 #include "util_progress.h"
@@ -30,7 +36,7 @@
 #include "util_signal.h"
 
 const char fg_cmd_demo_summary[] =
-    "synthetic Llama model -> safetensors -> GGUF f16/q8_0/q4_K -> inspect -> load: one table";
+    "synthetic Llama -> safetensors -> GGUF f16/q8_0/q4_K -> inspect -> load table; train, resume, export";
 
 #define DEMO_VOCAB 24000
 #define DEMO_HIDDEN 768
@@ -54,9 +60,14 @@ typedef struct demo_model {
 } demo_model;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: forgia demo [--dir DIR] [--device cpu|cuda|cuda:N|auto]\n\n%s\n"
-             "Files are written under DIR (default ./forgia-demo) and left there for inspection.\n",
-          fg_cmd_demo_summary);
+  fprintf(f, "usage: forgia demo [--dir DIR] [--device cpu|cuda|cuda:N|auto] [--only io|train]\n\n%s\n"
+             "Files are written under DIR (default ./forgia-demo) and left there for inspection.\n"
+             "The training part (DIR/train) trains the two-spirals MLP of `forgia train spirals` with\n"
+             "AdamW for %d steps with a checkpoint at %d, resumes it in a fresh process and checks\n"
+             "that the result is byte-identical to the uninterrupted run, exports the model to\n"
+             "safetensors and GGUF and inspects both and the checkpoint directory.\n"
+             "  --only io|train  run only the I/O part (the table) or only the training part\n",
+          fg_cmd_demo_summary, DEMO_TRAIN_STEPS, DEMO_TRAIN_STEPS / 2);
 }
 
 /* One line naming the file the step worked on (the library's message usually does). */
@@ -293,7 +304,7 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
   return 0;
 }
 
-static const char synopsis[] = "forgia demo [--dir DIR] [--device D]";
+static const char synopsis[] = "forgia demo [--dir DIR] [--device D] [--only io|train]";
 
 /* Removes what this run wrote (interrupted), reports it and gives the exit status. */
 static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir) {
@@ -303,12 +314,14 @@ static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir)
 }
 
 int fg_cmd_demo(int argc, char **argv) {
-  const char *dir = NULL, *devspec = NULL;
-  const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}};
-  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 2, NULL, NULL, 0};
+  const char *dir = NULL, *devspec = NULL, *only = NULL;
+  const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}, {"--only", &only, NULL}};
+  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 3, NULL, NULL, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (!dir) dir = "forgia-demo";
+  if (only && strcmp(only, "io") != 0 && strcmp(only, "train") != 0)
+    return fg_cli_usage_error(&spec, "--only", "'%s' is not io or train", only);
   /* the device first: a bad name must not cost building 300 MB */
   fg_device *dev = NULL;
   fg_status ds = fg_device_open(devspec ? devspec : "auto", &dev);
@@ -318,6 +331,11 @@ int fg_cmd_demo(int argc, char **argv) {
     return fg_cli_usage_error(&spec, NULL, "%s", problem);
   }
   if (ds) return fail(NULL);
+  if (only && strcmp(only, "train") == 0) {
+    rc = fg_cli_demo_train(dev, dir);
+    fg_device_close(dev);
+    return rc;
+  }
   fg_cli_signals_catch();
   char st_dir[1024];
   snprintf(st_dir, sizeof st_dir, "%s/safetensors", dir);
@@ -364,6 +382,7 @@ int fg_cmd_demo(int argc, char **argv) {
     printf("%-12s %-6s %10.1f %12.3e %10.2f %12.2f %7.2f\n", r->format, r->dtype, r->file_bytes / 1e6, r->rmse, r->gbs,
            r->limit, r->limit > 0 ? r->gbs / r->limit : 0.0);
   }
+  if (!only && (fg_cli_signal_caught() || fg_cli_demo_train(dev, dir))) goto out;
   printf("\nforgia demo: done in %.1f s, peak RSS %.0f MB\n", fg_clock_seconds() - t0, fg_cli_peak_rss() / 1e6);
   rc = 0;
 out:

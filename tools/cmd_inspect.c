@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "forgia/forgia.h"
+#include "inspect_dir.h"
 #include "util_args.h"
 #include "util_json.h"
 #include "util_report.h"
 #include "util_text.h"
 
-const char fg_cmd_inspect_summary[] = "show the metadata and tensor directory of a GGUF or safetensors checkpoint";
+const char fg_cmd_inspect_summary[] =
+    "show the metadata and tensors of a GGUF or safetensors checkpoint, or a training checkpoint directory";
 
 #define ARRAY_SUMMARY_LIMIT 64
 
@@ -19,7 +21,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: forgia inspect PATH [--json] [--full]\n\n"
           "PATH: a GGUF file, part 1 of a split GGUF (NAME-00001-of-0000N.gguf), a .safetensors\n"
-          "file, a model.safetensors.index.json or a Hugging Face folder.\n"
+          "file, a model.safetensors.index.json, a Hugging Face folder, or a training checkpoint\n"
+          "directory (trainer_state.json, model.safetensors or adapters.safetensors,\n"
+          "optimizer.fucina): whether it is committed, the trainer state, the tensors and the\n"
+          "optimizer's frames (kind, version, step, slots).\n"
           "  --json  one JSON object: format, version and alignment (GGUF), metadata\n"
           "          (key -> {type, value}), tensors [{name, dtype, shape, offset, nbytes}]\n"
           "  --full  arrays of more than %d elements in full (summarised otherwise);\n"
@@ -364,6 +369,7 @@ int fg_cmd_inspect(int argc, char **argv) {
   const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full]", usage, opts, 2, pos_names, &path, 1};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
+  if (fg_cli_is_train_dir(path)) return fg_cli_inspect_train_dir(path, json, full); /* inspect_dir.c */
   fg_ckpt *c = NULL;
   if (fg_ckpt_open(path, &c) != FG_OK) {
     fg_cli_report("inspect", path);

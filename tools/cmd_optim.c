@@ -2,9 +2,11 @@
  * gradient of step j named "<tensor>@<K+j-1>" in another, N steps of a configured optimizer
  * (or set, with clipping and a schedule), the parameters written back in their own dtype. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "forgia/forgia.h"
 #include "forgia/lr_schedule.h"
@@ -18,7 +20,7 @@ const char fg_cmd_optim_summary[] = "replay optimizer steps from recorded gradie
 
 static const char synopsis[] =
     "forgia optim --config CONFIG.json --params P.safetensors --grads G.safetensors --steps N --out OUT.safetensors "
-    "[--first-grad K] [--device D]";
+    "[--first-grad K] [--state-in FILE] [--state-out FILE] [--device D]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -26,20 +28,31 @@ static void usage(FILE *f) {
           "Registers the parameters of P, runs N optimizer steps in which step j uses the gradients\n"
           "named <tensor>@<K+j-1> in G (K defaults to 1; a parameter without one that step is\n"
           "skipped, as torch skips a None gradient), and writes the parameters, in their own dtype\n"
-          "and under their names in P, to OUT (atomically).\n\n"
+          "and under their names in P, to OUT (atomically). --state-in loads an optimizer's (or\n"
+          "set's) saved state before the first step; --state-out writes the exact bytes its save-state\n"
+          "writes after the last (atomically), so N steps equal N/2 with --state-out, then N/2 with\n"
+          "--state-in, OUT as P and --first-grad N/2+1.\n\n"
           "CONFIG.json is one optimizer or a set:\n"
           "  {\"optimizer\": \"sgd|adam|adamw\", \"lr\": ..., \"weight_decay\": ..., \"momentum\": ...,\n"
           "   \"dampening\": ..., \"nesterov\": true, \"beta1\": ..., \"beta2\": ..., \"eps\": ...,\n"
           "   \"state_dtype\": \"f32|bf16\", \"second_moment_dtype\": \"f32|bf16\",\n"
           "   \"params\": [\"w\", {\"tensor\": \"b\", \"name\": null}]}\n"
+          "  {\"optimizer\": \"muon\", lr, momentum, nesterov, ns_steps, weight_decay,\n"
+          "   \"scale\": \"spectral|match_rms_adamw\", state_dtype, \"fallback\": {lr, beta1, beta2, eps,\n"
+          "   weight_decay, state_dtype, second_moment_dtype}, params, \"fallback_params\": [...]}\n"
+          "  {\"optimizer\": \"apollo|apollo-mini\", lr, beta1, beta2, eps, weight_decay, rank,\n"
+          "   update_proj_gap, \"scale\": X, \"scale_type\": \"channel|tensor\", correct_bias, scale_front,\n"
+          "   disable_norm_growth_limiter, seed, params, fallback_params}\n"
           "  {\"set\": [member, ...], \"clip_grad_norm\": X,\n"
           "   \"schedule\": {\"kind\": \"warmup_cosine|warmup_linear|constant\", \"total_steps\": T,\n"
           "                \"warmup_steps\": W, \"min_factor\": F}}\n"
           "A params entry is a tensor of P registered under its own name, or under \"name\" (null:\n"
           "param<i>). Without \"params\", a single optimizer takes every tensor of P in file order.\n"
           "Omitted fields take Fucina's defaults; an unknown field is an error. clip_grad_norm and\n"
-          "schedule may also sit beside a single optimizer. The schedule's factor at step j-1\n"
-          "(0-based) scales every member's lr before step j; clipping runs before each step.\n",
+          "schedule may also sit beside a single optimizer. The schedule is keyed by the recorded\n"
+          "step: its factor at K+j-2 (0-based) scales every member's lr before step j; clipping runs\n"
+          "before each step. fallback_params are registered after params. A seed above 2^53 is\n"
+          "given as a decimal string.\n",
           synopsis);
 }
 
@@ -57,7 +70,7 @@ typedef struct job {
   reg *regs;
   size_t nregs;
   uint64_t steps, first;
-  const char *out;
+  const char *out, *state_in, *state_out;
 } job;
 
 static char *read_text(const char *path) {
@@ -114,14 +127,14 @@ static fg_status check_grads(const job *j) {
   return FG_OK;
 }
 
-static fg_status add_param(job *j, fg_optim *o, const char *tensor, const char *name) {
+static fg_status add_param(job *j, fg_optim *o, const char *tensor, const char *name, bool fallback) {
   const fg_ckpt_tensor *ct = fg_ckpt_find(j->p, tensor);
   if (!ct) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tensor '%s'", fg_ckpt_path(j->p), tensor);
   for (size_t i = 0; i < j->nregs; i++)
     if (j->regs[i].src == ct) return fg_fail(FG_ERR_DUPLICATE, "tensor '%s' is registered twice (it would step twice)", tensor);
   fg_tensor *t = NULL;
   fg_status s = fg_tensor_load_ckpt(j->dev, j->p, ct, ct->dtype, &t);
-  if (s == FG_OK) s = fg_optim_add(o, t, name);
+  if (s == FG_OK) s = fallback ? fg_optim_add_fallback(o, t, name) : fg_optim_add(o, t, name);
   if (s) {
     fg_tensor_free(t);
     return s;
@@ -132,7 +145,8 @@ static fg_status add_param(job *j, fg_optim *o, const char *tensor, const char *
 
 static fg_status setup(job *j) {
   size_t cap = 0;
-  for (size_t m = 0; m < j->cfg.n; m++) cap += j->cfg.m[m].all_params ? fg_ckpt_count(j->p) : j->cfg.m[m].nparams;
+  for (size_t m = 0; m < j->cfg.n; m++)
+    cap += j->cfg.m[m].all_params ? fg_ckpt_count(j->p) : j->cfg.m[m].nparams + j->cfg.m[m].nfallback;
   j->regs = calloc(cap ? cap : 1, sizeof *j->regs);
   j->opt = calloc(j->cfg.n, sizeof *j->opt);
   fg_status s = j->regs && j->opt ? fg_optimset_create(&j->set) : fg_fail(FG_ERR_NOMEM, "optim: out of memory");
@@ -142,12 +156,95 @@ static fg_status setup(job *j) {
     if (mb->all_params)
       for (size_t i = 0; i < fg_ckpt_count(j->p) && s == FG_OK; i++) {
         const fg_ckpt_tensor *ct = fg_ckpt_tensor_at(j->p, i);
-        s = add_param(j, j->opt[m], ct->name, ct->name);
+        s = add_param(j, j->opt[m], ct->name, ct->name, false);
       }
-    for (size_t i = 0; i < mb->nparams && s == FG_OK; i++) s = add_param(j, j->opt[m], mb->params[i].tensor, mb->params[i].name);
+    for (size_t i = 0; i < mb->nparams && s == FG_OK; i++)
+      s = add_param(j, j->opt[m], mb->params[i].tensor, mb->params[i].name, false);
+    for (size_t i = 0; i < mb->nfallback && s == FG_OK; i++)
+      s = add_param(j, j->opt[m], mb->fallback_params[i].tensor, mb->fallback_params[i].name, true);
     if (s == FG_OK) s = fg_optimset_add(j->set, j->opt[m]);
   }
   return s == FG_OK ? check_grads(j) : s;
+}
+
+/* A file's bytes (the whole file; *len 0 and a non-NULL buffer when it is empty). */
+static fg_status read_bytes(const char *path, uint8_t **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 0;
+  uint8_t tmp[65536];
+  size_t n;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+    if (*len + n > cap) {
+      cap = (*len + n) * 2;
+      uint8_t *nb = realloc(*out, cap);
+      if (!nb) {
+        fclose(f);
+        free(*out);
+        *out = NULL;
+        return fg_fail(FG_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, *len + n);
+      }
+      *out = nb;
+    }
+    memcpy(*out + *len, tmp, n);
+    *len += n;
+  }
+  const bool bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(*out);
+    *out = NULL;
+    return fg_fail(FG_ERR_IO, "%s: read error", path);
+  }
+  if (!*out) *out = malloc(1);
+  return *out ? FG_OK : fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+}
+
+/* The state goes to the set when the config is one, else to the single optimizer, so that
+ * the bytes are what that object's save-state writes. */
+static fg_status load_state(job *j) {
+  uint8_t *b = NULL;
+  size_t n = 0;
+  fg_status s = read_bytes(j->state_in, &b, &n);
+  if (s == FG_OK)
+    s = j->cfg.is_set ? fg_optimset_load_state(j->set, b, n) : fg_optim_load_state(j->opt[0], b, n);
+  free(b);
+  return s ? fg_fail_prefix(s, "%s: ", j->state_in) : FG_OK;
+}
+
+/* Temporary file beside path, flushed to disk, then renamed over path: a reader sees the old
+ * file or the whole new one. */
+static fg_status write_atomic(const char *path, const uint8_t *data, size_t len) {
+  const size_t pl = strlen(path);
+  char *tmp = malloc(pl + 32);
+  if (!tmp) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+  snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+  fg_status s = FG_OK;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) s = fg_fail(FG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  for (size_t off = 0; s == FG_OK && off < len;) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) s = fg_fail(FG_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    else off += (size_t)w;
+  }
+  if (s == FG_OK && fsync(fd)) s = fg_fail(FG_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+  if (fd >= 0 && close(fd) && s == FG_OK) s = fg_fail(FG_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
+  if (s == FG_OK && rename(tmp, path)) s = fg_fail(FG_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+  if (s && fd >= 0) unlink(tmp);
+  free(tmp);
+  return s;
+}
+
+static fg_status save_state(job *j) {
+  uint8_t *b = NULL;
+  size_t n = 0;
+  fg_status s = j->cfg.is_set ? fg_optimset_save_state(j->set, &b, &n) : fg_optim_save_state(j->opt[0], &b, &n);
+  if (s == FG_OK) s = write_atomic(j->state_out, b, n);
+  free(b);
+  return s;
 }
 
 static fg_status run_steps(job *j) {
@@ -169,7 +266,9 @@ static fg_status run_steps(job *j) {
       if (st) return st;
     }
     fg_status st = FG_OK;
-    if (j->cfg.has_schedule) st = fg_optimset_apply_lr_factor(j->set, fg_lr_factor(&j->cfg.schedule, s));
+    /* Keyed by the recorded step, so a run split with --state-out/--state-in and
+     * --first-grad follows one schedule. */
+    if (j->cfg.has_schedule) st = fg_optimset_apply_lr_factor(j->set, fg_lr_factor(&j->cfg.schedule, j->first - 1 + s));
     if (st == FG_OK && j->cfg.clip > 0) st = fg_optimset_clip_grad_norm(j->set, j->cfg.clip, NULL, NULL);
     if (st == FG_OK) st = fg_optimset_step(j->set, NULL);
     if (st) return fg_fail_prefix(st, "step %llu: ", (unsigned long long)(s + 1));
@@ -218,10 +317,11 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 int fg_cmd_optim(int argc, char **argv) {
   const char *config = NULL, *params = NULL, *grads = NULL, *steps = NULL, *out = NULL, *first = NULL,
-             *device = NULL;
+             *device = NULL, *state_in = NULL, *state_out = NULL;
   const fg_cli_opt opts[] = {{"--config", &config, NULL}, {"--params", &params, NULL},    {"--grads", &grads, NULL},
                              {"--steps", &steps, NULL},   {"--out", &out, NULL},          {"--first-grad", &first, NULL},
-                             {"--device", &device, NULL}};
+                             {"--device", &device, NULL}, {"--state-in", &state_in, NULL},
+                             {"--state-out", &state_out, NULL}};
   const fg_cli_spec spec = {"optim", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
@@ -230,6 +330,8 @@ int fg_cmd_optim(int argc, char **argv) {
   job j;
   memset(&j, 0, sizeof j);
   j.out = out;
+  j.state_in = state_in;
+  j.state_out = state_out;
   j.first = 1;
   if (!parse_u64(steps, &j.steps)) return fg_cli_usage_error(&spec, "--steps", "'%s' is not a decimal integer", steps);
   if (first && (!parse_u64(first, &j.first) || j.first + j.steps < j.first))
@@ -259,12 +361,14 @@ int fg_cmd_optim(int argc, char **argv) {
   s = fg_ckpt_open(params, &j.p);
   if (s == FG_OK) s = fg_ckpt_open(grads, &j.g);
   if (s == FG_OK) s = setup(&j);
+  if (s == FG_OK && state_in) s = load_state(&j);
   if (s == FG_OK) s = run_steps(&j);
   int rc = 0;
   if (fg_cli_signal_caught()) {
     rc = fg_cli_interrupted("optim", NULL);
   } else {
     if (s == FG_OK) s = write_out(&j);
+    if (s == FG_OK && state_out) s = save_state(&j);
     if (s) {
       fg_cli_report("optim", NULL);
       rc = 1;

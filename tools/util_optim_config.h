@@ -17,12 +17,16 @@ typedef struct optim_cli_member {
   fg_optim_config c;
   optim_cli_param *params;
   size_t nparams;
-  bool all_params; /* no "params": every tensor of P, in file order, under its own name */
+  optim_cli_param *fallback_params; /* Muon, APOLLO: fg_optim_add_fallback, after params */
+  size_t nfallback;
+  bool all_params; /* neither "params" nor "fallback_params": every tensor of P, in file
+                      order, under its own name */
 } optim_cli_member;
 
 typedef struct optim_cli_config {
   optim_cli_member *m;
   size_t n;
+  bool is_set;          /* {"set": ...}: the state is a set's (FZO3), else member 0's frame */
   float clip;           /* 0: no clipping */
   bool has_schedule;
   fg_lr_schedule schedule;

@@ -4,12 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "training/optim_apollo_internal.h"
 #include "training/optim_internal.h"
+#include "training/optim_muon.h"
 
-static const char *const fg_optim_names[] = {"sgd", "adam", "adamw"};
+static const char *const fg_optim_names[] = {"sgd", "adam", "adamw", "muon", "apollo", "apollo-mini"};
 
 const char *fg_optim_kind_name(fg_optim_kind kind) {
-  return (unsigned)kind <= FG_OPTIM_ADAMW ? fg_optim_names[kind] : NULL;
+  return (unsigned)kind <= FG_OPTIM_APOLLO_MINI ? fg_optim_names[kind] : NULL;
 }
 
 fg_optim_config fg_optim_defaults(fg_optim_kind kind) {
@@ -23,6 +25,27 @@ fg_optim_config fg_optim_defaults(fg_optim_kind kind) {
   c.weight_decay = kind == FG_OPTIM_ADAMW ? 0.01f : 0.0f;
   c.state_dtype = FG_F32;
   c.second_moment_dtype = FG_F32;
+  c.ns_steps = 5;
+  c.muon_scale = FG_MUON_SPECTRAL;
+  c.fallback = (fg_optim_fallback_config){3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f, FG_F32, FG_F32};
+  c.rank = 128;
+  c.update_proj_gap = 200;
+  c.apollo_scale = 1.0f;
+  c.scale_type = FG_APOLLO_CHANNEL;
+  c.correct_bias = true;
+  if (kind == FG_OPTIM_MUON) {
+    c.lr = 0.02f;
+    c.momentum = 0.95f;
+    c.nesterov = true;
+  } else if (kind == FG_OPTIM_APOLLO || kind == FG_OPTIM_APOLLO_MINI) {
+    c.lr = 0.01f;
+    c.eps = 1e-6f;
+    if (kind == FG_OPTIM_APOLLO_MINI) {
+      c.rank = 1;
+      c.scale_type = FG_APOLLO_TENSOR;
+      c.apollo_scale = 128.0f;
+    }
+  }
   return c;
 }
 
@@ -35,6 +58,7 @@ fg_status fg_optim_config_check(const fg_optim_config *c) {
     return fg_fail(FG_ERR_INVALID_ARG, "%s: weight_decay %g, expected finite and >= 0", k, c->weight_decay);
   if (c->state_dtype != FG_F32 && c->state_dtype != FG_BF16)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: state_dtype %s, expected f32 or bf16", k, fg_dtype_name(c->state_dtype));
+  if (c->kind == FG_OPTIM_MUON) return fg_muon_config_check(c);
   if (c->kind == FG_OPTIM_SGD) {
     if (!isfinite(c->momentum) || c->momentum < 0.0f || !isfinite(c->dampening))
       return fg_fail(FG_ERR_INVALID_ARG, "sgd: momentum %g / dampening %g, expected finite, momentum >= 0", c->momentum,
@@ -50,6 +74,15 @@ fg_status fg_optim_config_check(const fg_optim_config *c) {
   if (c->second_moment_dtype != FG_F32 && c->second_moment_dtype != FG_BF16)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: second_moment_dtype %s, expected f32 or bf16", k,
                    fg_dtype_name(c->second_moment_dtype));
+  if (c->kind == FG_OPTIM_APOLLO || c->kind == FG_OPTIM_APOLLO_MINI) {
+    if (c->rank < 1 || c->update_proj_gap < 1)
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: rank %llu / update_proj_gap %llu, expected >= 1", k,
+                     (unsigned long long)c->rank, (unsigned long long)c->update_proj_gap);
+    if (!(c->apollo_scale > 0.0f) || !isfinite(c->apollo_scale))
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: apollo_scale %g, expected finite and > 0", k, c->apollo_scale);
+    if (c->scale_type != FG_APOLLO_CHANNEL && c->scale_type != FG_APOLLO_TENSOR)
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: unknown scale_type %d", k, (int)c->scale_type);
+  }
   return FG_OK;
 }
 
@@ -69,12 +102,23 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
     free(o);
     return s;
   }
+  if (c->kind == FG_OPTIM_APOLLO || c->kind == FG_OPTIM_APOLLO_MINI) s = fg_apollo_create(o);
+  if (c->kind == FG_OPTIM_MUON) {
+    const fg_optim_config f = fg_muon_fallback_config(c);
+    s = fg_optim_create(dev, &f, &o->fallback);
+  }
+  if (s) {
+    fg_device_free(dev, o->norm);
+    free(o);
+    return s;
+  }
   *out = o;
   return FG_OK;
 }
 
 void fg_optim_free(fg_optim *o) {
   if (!o) return;
+  fg_apollo_free(o);
   for (size_t i = 0; i < o->n; i++) {
     fg_optim_slot *sl = &o->slots[i];
     fg_device_free(o->dev, sl->master);
@@ -83,6 +127,8 @@ void fg_optim_free(fg_optim *o) {
     free(sl->name);
   }
   fg_device_free(o->dev, o->norm);
+  fg_device_free(o->dev, o->muon_work);
+  fg_optim_free(o->fallback);
   free(o->slots);
   free(o->args);
   free(o->grads);
@@ -112,7 +158,7 @@ fg_status fg_optim_reserve(fg_optim *o, size_t count) {
 }
 
 size_t fg_optim_collect_grads(fg_optim *o) {
-  size_t k = 0;
+  size_t k = o->c.kind == FG_OPTIM_MUON ? fg_muon_collect_fallback(o) : 0;
   for (size_t i = 0; i < o->n; i++) {
     const fg_tensor *t = o->slots[i].t;
     if (!t->grad) continue;
@@ -126,7 +172,18 @@ size_t fg_optim_collect_grads(fg_optim *o) {
     a->n = (size_t)t->numel;
     k++;
   }
+  if (o->apollo) k = fg_apollo_collect_fallback(o, k);
   return k;
+}
+
+const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->slots[i].t == t) return o->slots[i].name;
+  if (o->fallback) return fg_optim_holds(o->fallback, t);
+  if (o->apollo)
+    for (size_t i = 0; i < o->apollo->nfb; i++)
+      if (o->apollo->fb[i].t == t) return o->apollo->fb[i].name;
+  return NULL;
 }
 
 /* A zero-filled state buffer of n elements of dtype d on dev. */
@@ -139,6 +196,12 @@ static fg_status fg_state_alloc(fg_device *dev, fg_dtype d, size_t n, void **out
 
 fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   if (!o || !t) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_add: NULL argument");
+  if (o->apollo) return fg_apollo_add(o, t, name, false);
+  if (o->c.kind == FG_OPTIM_MUON) {
+    bool done;
+    const fg_status r = fg_muon_route(o, t, name, false, &done);
+    if (r || done) return r;
+  }
   const char *k = fg_optim_kind_name(o->c.kind);
   char auto_name[32];
   if (!name) {
@@ -175,7 +238,9 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   }
   const bool momentum = o->c.kind == FG_OPTIM_SGD && o->c.momentum != 0.0f;
   if (s == FG_OK && (o->c.kind != FG_OPTIM_SGD || momentum)) s = fg_state_alloc(o->dev, o->c.state_dtype, n, &sl.m);
-  if (s == FG_OK && o->c.kind != FG_OPTIM_SGD) s = fg_state_alloc(o->dev, o->c.second_moment_dtype, n, &sl.v);
+  /* Muon's v is not state: the f32 buffer its update U and then O are computed in. */
+  const fg_dtype vt = o->c.kind == FG_OPTIM_MUON ? FG_F32 : o->c.second_moment_dtype;
+  if (s == FG_OK && o->c.kind != FG_OPTIM_SGD) s = fg_state_alloc(o->dev, vt, n, &sl.v);
   if (s == FG_OK) s = fg_optim_reserve(o, o->n + 1);
   if (s) {
     fg_device_free(o->dev, sl.master);
@@ -186,6 +251,21 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   }
   o->slots[o->n++] = sl;
   return FG_OK;
+}
+
+fg_status fg_optim_add_fallback(fg_optim *o, fg_tensor *t, const char *name) {
+  if (!o || !t) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_add_fallback: NULL argument");
+  switch (o->c.kind) {
+    case FG_OPTIM_APOLLO:
+    case FG_OPTIM_APOLLO_MINI: return fg_apollo_add(o, t, name, true);
+    case FG_OPTIM_MUON: {
+      bool done;
+      return fg_muon_route(o, t, name, true, &done);
+    }
+    default:
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: cannot route '%s' to a fallback (only muon and apollo have one)",
+                     fg_optim_kind_name(o->c.kind), name ? name : "(unnamed)");
+  }
 }
 
 size_t fg_optim_count(const fg_optim *o) { return o ? o->n : 0; }
@@ -207,5 +287,7 @@ fg_status fg_optim_apply_lr_factor(fg_optim *o, double factor) {
   if (!isfinite(lr) || lr < 0.0f)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: lr factor %g gives lr %g", fg_optim_kind_name(o->c.kind), factor, lr);
   o->c.lr = lr;
-  return FG_OK;
+  /* A schedule scales the whole optimizer, as torch's schedulers scale every param group
+   * (MuonWithAuxAdam's Adam group included). */
+  return o->fallback ? fg_optim_apply_lr_factor(o->fallback, factor) : FG_OK;
 }

@@ -4,6 +4,7 @@
 
 #include "forgia/ops.h"
 #include "forgia/optim.h"
+#include "forgia/optim_frame.h"
 
 typedef struct fg_optim_slot {
   fg_tensor *t;    /* borrowed parameter */
@@ -27,6 +28,12 @@ struct fg_optim {
   size_t *grad_ns;
   size_t grads_cap;
   double *norm; /* one f64 on the device: the squared gradient norm of a clip */
+  /* Muon: the embedded AdamW (owned); APOLLO: its own state (training/optim_apollo*.c). */
+  fg_optim *fallback;
+  struct fg_apollo_state *apollo;
+  /* Muon: the Newton-Schulz workspace shared by its slots (training/optim_muon.c). */
+  void *muon_work;
+  size_t muon_work_bytes;
 };
 
 /* Room for count entries in o->args / the gradient arrays. */
@@ -37,5 +44,22 @@ fg_status fg_optim_clip_with(fg_optim *o, const double *norm, float max_norm, fg
  * grad_dtypes and grad_ns, for reductions) and as stream 0 of o->args (for ops). Returns
  * their count. */
 size_t fg_optim_collect_grads(fg_optim *o);
+
+/* The name under which o holds t in any of its slot lists (main, Muon's or APOLLO's
+ * fallback), or NULL. */
+const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t);
+
+/* Optimizer state <-> frames, in two phases so that a set (or Muon with its fallback) can
+ * validate every part before committing any:
+ *   fill:   o's live state into f (host copies; names borrowed from o, so f must not outlive
+ *           o's slots); free with fg_optim_state_clear (also after a failed fill). What
+ *           fg_optim_save_state writes.
+ *   check:  validates a parsed frame against o (header config, names, dims, dtypes) and
+ *           changes nothing.
+ *   commit: copies a frame that check accepted into o's state. */
+fg_status fg_optim_state_fill(fg_optim *o, fg_oframe *f);
+void fg_optim_state_clear(fg_oframe *f);
+fg_status fg_optim_state_check(fg_optim *o, const fg_oframe *f);
+fg_status fg_optim_state_commit(fg_optim *o, const fg_oframe *f);
 
 #endif

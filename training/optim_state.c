@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "forgia/optim_frame.h"
+#include "training/optim_apollo_internal.h"
 #include "training/optim_internal.h"
 
 static fg_oframe_kind fg_optim_frame_kind(fg_optim_kind k) {
+  if (k == FG_OPTIM_MUON) return FG_OFRAME_KIND_MUON;
   return k == FG_OPTIM_ADAMW ? FG_OFRAME_KIND_ADAMW : k == FG_OPTIM_ADAM ? FG_OFRAME_KIND_ADAM : FG_OFRAME_KIND_SGD;
 }
 
@@ -28,6 +30,11 @@ static void fg_optim_header(const fg_optim *o, fg_oframe *f) {
     f->sgd.dampening_bits = fg_bits(o->c.dampening);
     f->sgd.nesterov = o->c.nesterov;
   }
+  if (o->c.kind == FG_OPTIM_MUON) {
+    f->muon.scale = (uint8_t)o->c.muon_scale;
+    f->muon.nesterov = o->c.nesterov;
+    f->muon.ns_steps = o->c.ns_steps;
+  }
 }
 
 /* Fucina's matrix view: rows = dim 0, cols = the product of the rest. */
@@ -44,28 +51,49 @@ static void *fg_slot_buf(const fg_optim *o, const fg_optim_slot *sl, int b, fg_d
   return b == 0 ? sl->m : sl->v;
 }
 
-static void fg_frame_slots_free(fg_oframe *f) {
-  for (size_t i = 0; i < f->n_slots; i++) {
-    free(f->slots[i].bufs[0].data);
-    free(f->slots[i].bufs[1].data);
-    free(f->slots[i].master);
+static void fg_frame_list_free(fg_oframe_slot *slots, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(slots[i].bufs[0].data);
+    free(slots[i].bufs[1].data);
+    free(slots[i].master);
   }
-  free(f->slots);
+  free(slots);
 }
 
-fg_status fg_optim_save_state(fg_optim *o, uint8_t **out, size_t *out_len) {
-  if (!o || !out || !out_len) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_save_state: NULL argument");
+void fg_optim_state_clear(fg_oframe *f) {
+  if (!f) return;
+  fg_frame_list_free(f->slots, f->n_slots);
+  fg_frame_list_free(f->fallback, f->n_fallback);
+  if (f->embedded) {
+    fg_optim_state_clear(f->embedded);
+    free(f->embedded);
+  }
+  for (size_t i = 0; i < f->n_members; i++) fg_optim_state_clear(&f->members[i]);
+  free(f->members);
+  memset(f, 0, sizeof *f);
+}
+
+/* Host copies of the n elements of a device buffer of dtype dt (bf16 or f32) into r. */
+static fg_status fg_state_download(fg_device *dev, const void *src, fg_dtype dt, size_t n, uint8_t **out) {
+  const size_t bytes = n * (dt == FG_BF16 ? 2 : 4);
   *out = NULL;
-  *out_len = 0;
-  fg_oframe f;
-  fg_optim_header(o, &f);
-  f.n_slots = o->n;
-  f.slots = calloc(o->n ? o->n : 1, sizeof *f.slots);
-  fg_status s = f.slots ? FG_OK : fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
-  const int nb = fg_optim_frame_bufs_per_slot(f.kind);
+  if (!bytes || !src) return FG_OK;
+  *out = malloc(bytes);
+  if (!*out) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  return fg_device_copy(dev, *out, src, bytes, FG_COPY_D2H);
+}
+
+fg_status fg_optim_state_fill(fg_optim *o, fg_oframe *f) {
+  if (o->apollo) return fg_apollo_state_fill(o, f);
+  fg_optim_header(o, f);
+  f->n_slots = o->n;
+  f->slots = calloc(o->n ? o->n : 1, sizeof *f->slots);
+  if (!f->slots) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  fg_status s = FG_OK;
+  const int nb = fg_optim_frame_bufs_per_slot(f->kind);
   for (size_t i = 0; i < o->n && s == FG_OK; i++) {
     const fg_optim_slot *sl = &o->slots[i];
-    fg_oframe_slot *r = &f.slots[i];
+    fg_oframe_slot *r = &f->slots[i];
     r->name = sl->name;
     r->name_len = strlen(sl->name);
     fg_slot_dims(sl->t, &r->rows, &r->cols);
@@ -75,38 +103,35 @@ fg_status fg_optim_save_state(fg_optim *o, uint8_t **out, size_t *out_len) {
       void *src = fg_slot_buf(o, sl, b, &dt);
       r->bufs[b].dtype = fg_optim_wire(dt);
       r->bufs[b].count = src ? sl->t->numel : 0;
-      const size_t bytes = (size_t)r->bufs[b].count * (dt == FG_BF16 ? 2 : 4);
-      if (!bytes) continue;
-      r->bufs[b].data = malloc(bytes);
-      s = r->bufs[b].data ? fg_device_copy(o->dev, r->bufs[b].data, src, bytes, FG_COPY_D2H)
-                          : fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+      s = fg_state_download(o->dev, src, dt, (size_t)r->bufs[b].count, &r->bufs[b].data);
     }
     if (s == FG_OK && sl->master) {
       r->has_master = true;
-      r->master = malloc(sl->t->numel ? sl->t->numel * 4 : 1);
-      s = r->master ? fg_device_copy(o->dev, r->master, sl->master, sl->t->numel * 4, FG_COPY_D2H)
-                    : fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+      s = fg_state_download(o->dev, sl->master, FG_F32, (size_t)sl->t->numel, &r->master);
     }
   }
-  if (s == FG_OK) s = fg_optim_frame_serialize(&f, out, out_len);
-  for (size_t i = 0; i < f.n_slots; i++) f.slots[i].name = NULL; /* borrowed */
-  fg_frame_slots_free(&f);
+  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) { /* Muon: its AdamW's whole frame follows */
+    f->embedded = calloc(1, sizeof *f->embedded);
+    s = f->embedded ? fg_optim_state_fill(o->fallback, f->embedded) : fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  }
   return s;
 }
 
-fg_status fg_optim_load_state(fg_optim *o, const uint8_t *data, size_t len) {
-  if (!o || (len && !data)) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_load_state: NULL argument");
-  const char *k = fg_optim_kind_name(o->c.kind);
-  fg_oframe *f = NULL;
-  fg_status s = fg_optim_frame_parse(data, len, &f);
-  if (s) return fg_fail_prefix(s, "%s state: ", k);
-  fg_oframe want;
-  fg_optim_header(o, &want);
-  s = fg_optim_frame_check_header(f, &want);
-  fg_oframe_expect *ex = calloc(o->n ? o->n : 1, sizeof *ex);
-  size_t *map = calloc(o->n ? o->n : 1, sizeof *map);
-  if (s == FG_OK && (!ex || !map)) s = fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
-  for (size_t i = 0; i < o->n && s == FG_OK; i++) {
+fg_status fg_optim_save_state(fg_optim *o, uint8_t **out, size_t *out_len) {
+  if (!o || !out || !out_len) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_save_state: NULL argument");
+  *out = NULL;
+  *out_len = 0;
+  fg_oframe f;
+  memset(&f, 0, sizeof f);
+  fg_status s = fg_optim_state_fill(o, &f);
+  if (s == FG_OK) s = fg_optim_frame_serialize(&f, out, out_len);
+  fg_optim_state_clear(&f);
+  return s;
+}
+
+/* What o expects of the records of its main slot list, into ex (o->n entries). */
+static void fg_optim_expect(const fg_optim *o, fg_oframe_expect *ex) {
+  for (size_t i = 0; i < o->n; i++) {
     const fg_optim_slot *sl = &o->slots[i];
     ex[i].name = sl->name;
     ex[i].name_len = strlen(sl->name);
@@ -118,10 +143,44 @@ fg_status fg_optim_load_state(fg_optim *o, const uint8_t *data, size_t len) {
     }
     ex[i].is16 = sl->master != NULL;
   }
-  if (s == FG_OK) s = fg_optim_frame_match(f, false, ex, o->n, map);
-  /* Everything is valid: commit. Device copies of validated bytes cannot fail for a reason
-   * the frame caused; a device failure here is reported as it is. */
-  const int nb = fg_optim_frame_bufs_per_slot(f ? f->kind : FG_OFRAME_KIND_SGD);
+}
+
+/* Checks f against o; on success map[i] is the record of slot i (map: o->n entries). */
+static fg_status fg_optim_state_map(fg_optim *o, const fg_oframe *f, size_t *map) {
+  fg_oframe want;
+  fg_optim_header(o, &want);
+  fg_status s = fg_optim_frame_check_header(f, &want);
+  if (s) return s;
+  fg_oframe_expect *ex = calloc(o->n ? o->n : 1, sizeof *ex);
+  if (!ex) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  fg_optim_expect(o, ex);
+  s = fg_optim_frame_match(f, false, ex, o->n, map);
+  free(ex);
+  return s;
+}
+
+fg_status fg_optim_state_check(fg_optim *o, const fg_oframe *f) {
+  if (o->apollo) return fg_apollo_state_check(o, f);
+  size_t *map = calloc(o->n ? o->n : 1, sizeof *map);
+  if (!map) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  fg_status s = fg_optim_state_map(o, f, map);
+  free(map);
+  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) { /* Muon is whole only with its fallback */
+    s = f->embedded ? fg_optim_state_check(o->fallback, f->embedded)
+                    : fg_fail(FG_ERR_FRAME_MISSING_ENTRY, "muon frame without its AdamW fallback frame");
+    if (s) s = fg_fail_prefix(s, "muon fallback: ");
+  }
+  return s;
+}
+
+fg_status fg_optim_state_commit(fg_optim *o, const fg_oframe *f) {
+  if (o->apollo) return fg_apollo_state_commit(o, f);
+  size_t *map = calloc(o->n ? o->n : 1, sizeof *map);
+  if (!map) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
+  fg_status s = fg_optim_state_map(o, f, map);
+  /* Device copies of validated bytes cannot fail for a reason the frame caused; a device
+   * failure here is reported as it is. */
+  const int nb = fg_optim_frame_bufs_per_slot(f->kind);
   for (size_t i = 0; i < o->n && s == FG_OK; i++) {
     fg_optim_slot *sl = &o->slots[i];
     const fg_oframe_slot *r = &f->slots[map[i]];
@@ -135,10 +194,20 @@ fg_status fg_optim_load_state(fg_optim *o, const uint8_t *data, size_t len) {
       s = r->has_master ? fg_device_copy(o->dev, sl->master, r->master, (size_t)sl->t->numel * 4, FG_COPY_H2D)
                         : fg_convert(o->dev, sl->master, FG_F32, sl->t->data, sl->t->dtype, (size_t)sl->t->numel, NULL);
     }
-    if (s == FG_OK) sl->step = r->step;
+    if (s == FG_OK && o->c.kind != FG_OPTIM_MUON) sl->step = r->step; /* Muon's records carry no step */
   }
-  free(ex);
   free(map);
+  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) s = fg_optim_state_commit(o->fallback, f->embedded);
+  return s;
+}
+
+fg_status fg_optim_load_state(fg_optim *o, const uint8_t *data, size_t len) {
+  if (!o || (len && !data)) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_load_state: NULL argument");
+  const char *k = fg_optim_kind_name(o->c.kind);
+  fg_oframe *f = NULL;
+  fg_status s = fg_optim_frame_parse(data, len, &f);
+  if (s == FG_OK) s = fg_optim_state_check(o, f);
+  if (s == FG_OK) s = fg_optim_state_commit(o, f);
   fg_optim_frame_free(f);
   return s ? fg_fail_prefix(s, "%s state: ", k) : FG_OK;
 }

@@ -3,7 +3,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "training/optim_apollo_internal.h"
 #include "training/optim_internal.h"
+#include "training/optim_muon.h"
 
 /* The op parameter block for step t (t = the post-increment count, as in torch and Fucina). */
 static void fg_optim_scalars(const fg_optim_config *c, uint64_t t, fg_op_params *p) {
@@ -75,6 +77,8 @@ static fg_status fg_optim_launch(fg_optim *o, uint64_t t, bool master, fg_stream
 
 fg_status fg_optim_step(fg_optim *o, fg_stream *s) {
   if (!o) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_step: NULL optimizer");
+  if (o->c.kind == FG_OPTIM_MUON) return fg_muon_step(o, s);
+  if (o->apollo) return fg_apollo_step(o, s);
   /* The distinct next counts, in first-seen order: one when every parameter had a
    * gradient at every step, a few when some were skipped. */
   for (size_t i = 0; i < o->n; i++) {

@@ -4,6 +4,7 @@
 
 #include "forgia/optimset.h"
 #include "forgia/reduce.h"
+#include "training/optim_apollo_internal.h"
 #include "training/optim_internal.h"
 
 struct fg_optimset {
@@ -37,11 +38,22 @@ fg_status fg_optimset_add(fg_optimset *set, fg_optim *m) {
                    fg_device_spec(set->dev));
   for (size_t k = 0; k < set->n; k++) {
     if (set->m[k] == m) return fg_fail(FG_ERR_DUPLICATE, "optimizer set: member %zu added twice", k);
-    for (size_t i = 0; i < m->n; i++)
-      for (size_t j = 0; j < set->m[k]->n; j++)
-        if (m->slots[i].t == set->m[k]->slots[j].t)
+    /* Every slot list of m (main and fallback) against every list of member k. */
+    const fg_optim *lists[2] = {m, m->fallback};
+    for (int l = 0; l < 2 && lists[l]; l++)
+      for (size_t i = 0; i < lists[l]->n; i++) {
+        const char *other = fg_optim_holds(set->m[k], lists[l]->slots[i].t);
+        if (other)
           return fg_fail(FG_ERR_DUPLICATE, "optimizer set: parameter '%s' is already in member %zu as '%s'",
-                         m->slots[i].name, k, set->m[k]->slots[j].name);
+                         lists[l]->slots[i].name, k, other);
+      }
+    if (m->apollo)
+      for (size_t i = 0; i < m->apollo->nfb; i++) {
+        const char *other = fg_optim_holds(set->m[k], m->apollo->fb[i].t);
+        if (other)
+          return fg_fail(FG_ERR_DUPLICATE, "optimizer set: fallback parameter '%s' is already in member %zu as '%s'",
+                         m->apollo->fb[i].name, k, other);
+      }
   }
   if (set->n + 1 > set->totals_cap) { /* room for every member's total and the global one */
     double *d = NULL;

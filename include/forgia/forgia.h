@@ -38,6 +38,7 @@
 #include "forgia/rng.h"
 #include "forgia/reduce.h"
 #include "forgia/gemm.h"
+#include "forgia/apollo.h"
 #include "forgia/gguf.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
@@ -51,6 +52,7 @@
 #include "forgia/tensor_ckpt.h"
 #include "forgia/optim.h"
 #include "forgia/optimset.h"
+#include "forgia/registry.h"
 #include "forgia/lr_schedule.h"
 
 #endif

@@ -1,6 +1,10 @@
 /* Optimizers with device-resident state: SGD, Adam and AdamW, each a faithful port of
  * torch.optim's single-tensor step as Fucina writes it (reference/fucina-formats-and-rng.md
- * section 3.3), so a trajectory is Fucina's bit for bit and torch's within a few f32 ulps.
+ * section 3.3), so a trajectory is Fucina's bit for bit and torch's within a few f32 ulps;
+ * Muon (forgia/muon.h: Newton-Schulz over the GEMM) and APOLLO / APOLLO-Mini (forgia/apollo.h:
+ * a regenerated random projection), each with its AdamW fallback, which are Fucina's bits
+ * with the exact GEMM (fg_device_set_gemm_mode) and differ only by GEMM rounding with the
+ * fast one.
  *
  *   fg_optim_config c = fg_optim_defaults(FG_OPTIM_ADAMW);
  *   c.lr = 3e-4f;
@@ -44,7 +48,26 @@
 extern "C" {
 #endif
 
-typedef enum fg_optim_kind { FG_OPTIM_SGD = 0, FG_OPTIM_ADAM = 1, FG_OPTIM_ADAMW = 2 } fg_optim_kind;
+typedef enum fg_optim_kind {
+  FG_OPTIM_SGD = 0,
+  FG_OPTIM_ADAM = 1,
+  FG_OPTIM_ADAMW = 2,
+  FG_OPTIM_MUON = 3,       /* Newton-Schulz orthogonalised momentum, AdamW for the rest */
+  FG_OPTIM_APOLLO = 4,     /* low-rank random projection of Adam's moments */
+  FG_OPTIM_APOLLO_MINI = 5 /* APOLLO with rank 1, tensor scaling, scale 128 */
+} fg_optim_kind;
+
+/* Muon's learning-rate scale: spectral = lr * sqrt(max(1, rows/cols)); match_rms_adamw =
+ * (lr * 0.2) * sqrt(max(rows, cols)). Values are Fucina's wire bytes. */
+typedef enum fg_muon_scale { FG_MUON_SPECTRAL = 0, FG_MUON_MATCH_RMS_ADAMW = 1 } fg_muon_scale;
+/* APOLLO's gradient scaling factor: one per channel or one for the tensor (wire bytes). */
+typedef enum fg_apollo_scale_type { FG_APOLLO_CHANNEL = 0, FG_APOLLO_TENSOR = 1 } fg_apollo_scale_type;
+
+/* The AdamW embedded in Muon for the parameters Muon must not orthogonalise. */
+typedef struct fg_optim_fallback_config {
+  float lr, beta1, beta2, eps, weight_decay;
+  fg_dtype state_dtype, second_moment_dtype;
+} fg_optim_fallback_config;
 
 /* Fucina's config structs in one (f32 fields, as Fucina keeps them). Unused fields are
  * ignored by a kind. */
@@ -55,14 +78,28 @@ typedef struct fg_optim_config {
   float momentum, dampening;  /* SGD: momentum 0 keeps no buffer */
   bool nesterov;              /* SGD: needs momentum > 0 and dampening == 0 */
   float beta1, beta2, eps;    /* Adam, AdamW */
-  fg_dtype state_dtype;       /* FG_F32 or FG_BF16: SGD's buffer, Adam's m */
+  fg_dtype state_dtype;       /* FG_F32 or FG_BF16: SGD's buffer, Adam's m, Muon's momentum */
   fg_dtype second_moment_dtype; /* FG_F32 or FG_BF16: Adam's v */
+  /* Muon (momentum and nesterov above; state_dtype is the momentum buffer's) */
+  uint32_t ns_steps;
+  fg_muon_scale muon_scale;
+  fg_optim_fallback_config fallback;
+  /* APOLLO and APOLLO-Mini (lr, betas, eps, weight_decay above; state always f32) */
+  uint64_t rank, update_proj_gap;
+  float apollo_scale;
+  fg_apollo_scale_type scale_type;
+  bool correct_bias, scale_front, disable_norm_growth_limiter;
+  uint64_t seed;
 } fg_optim_config;
 
 /* Fucina's defaults: SGD lr 1e-3, no momentum, no decay; Adam lr 1e-3, betas 0.9/0.999,
- * eps 1e-8, no decay; AdamW the same with weight_decay 0.01; f32 state. */
+ * eps 1e-8, no decay; AdamW the same with weight_decay 0.01; Muon lr 0.02, momentum 0.95,
+ * nesterov, 5 steps, no decay, spectral, fallback AdamW lr 3e-4, betas 0.9/0.95, eps 1e-10,
+ * no decay; APOLLO lr 0.01, betas 0.9/0.999, eps 1e-6, no decay, rank 128, gap 200, scale 1,
+ * channel, bias correction and limiter on, seed 0; APOLLO-Mini the same with rank 1, tensor
+ * scaling and scale 128; f32 state. */
 FG_API fg_optim_config fg_optim_defaults(fg_optim_kind kind);
-/* "sgd", "adam", "adamw"; NULL for an unknown kind. */
+/* "sgd", "adam", "adamw", "muon", "apollo", "apollo-mini"; NULL for an unknown kind. */
 FG_API const char *fg_optim_kind_name(fg_optim_kind kind);
 
 typedef struct fg_optim fg_optim;
@@ -78,6 +115,11 @@ FG_API void fg_optim_free(fg_optim *o); /* NULL-safe */
  * gives "param<i>", i its index in the registration order). Adding a tensor twice or a name
  * twice is an error that changes nothing. */
 FG_API fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name);
+/* Muon and APOLLO: registers t with the optimizer's fallback (Muon's embedded AdamW,
+ * APOLLO's AdamW), as Fucina's addFallbackParam; parameters that cannot take the main rule
+ * (Muon: fewer than 2 dims; APOLLO: not 2 dims) go there from fg_optim_add as well. The
+ * fallback's names are a name space of their own. Other kinds: FG_ERR_INVALID_ARG. */
+FG_API fg_status fg_optim_add_fallback(fg_optim *o, fg_tensor *t, const char *name);
 FG_API size_t fg_optim_count(const fg_optim *o);
 FG_API const char *fg_optim_name_at(const fg_optim *o, size_t i); /* NULL past the end */
 FG_API uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i); /* steps taken by parameter i */
@@ -86,7 +128,10 @@ FG_API uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i); /* steps ta
 FG_API float fg_optim_lr(const fg_optim *o);
 FG_API fg_status fg_optim_set_lr(fg_optim *o, float lr);
 /* A schedule's factor (forgia/lr_schedule.h): lr = f32(base * factor), base = the lr the
- * optimizer was created with (or last given to fg_optim_set_lr), widened to f64. */
+ * optimizer was created with (or last given to fg_optim_set_lr), widened to f64. Muon's
+ * embedded AdamW gets the same factor over its own base (fallback.lr); fg_optim_set_lr and
+ * fg_optim_lr concern the main lr only. (Fucina attaches each lr to a schedule by hand; a
+ * torch scheduler scales every group, which is what a user of one optimizer expects.) */
 FG_API fg_status fg_optim_apply_lr_factor(fg_optim *o, double factor);
 
 /* One step over every parameter that has a gradient. A gradient of the wrong size cannot
@@ -105,9 +150,10 @@ FG_API fg_status fg_optim_scale_gradients(fg_optim *o, float factor, fg_stream *
 FG_API fg_status fg_optim_clip_grad_norm(fg_optim *o, float max_norm, float *total_out, fg_stream *s);
 
 /* The state as Fucina's saveState writes it (forgia/optim_frame.h): AdamW FZA3/4/5, Adam
- * FZAD/FZD4/FZD5, SGD FZS3/4/5, the version by Fucina's rule (v5 when a parameter is 16-bit,
- * else v4 when a state buffer is bf16, else v3); slots named as registered. *out is
- * malloc'd (free()). */
+ * FZAD/FZD4/FZD5, SGD FZS3/4/5, Muon FZM3/4/5 followed by its AdamW's frame, APOLLO FZP3/5
+ * (its state is always f32: state_dtype does not apply), the version by Fucina's rule (v5
+ * when a parameter is 16-bit, else v4 when a state buffer is bf16, else v3); slots named as
+ * registered. *out is malloc'd (free()). */
 FG_API fg_status fg_optim_save_state(fg_optim *o, uint8_t **out, size_t *out_len);
 /* Loads such a frame (Fucina's or ours): records matched by name (any order), the header
  * config and every slot's dims and state dtypes checked with Fucina's errors; nothing

@@ -41,6 +41,16 @@ FG_API fg_status fg_optimset_grad_squared_norm(fg_optimset *set, double *out, fg
 /* torch's clip_grad_norm_(all parameters) with Fucina's formula (optim.h); total_out as there. */
 FG_API fg_status fg_optimset_clip_grad_norm(fg_optimset *set, float max_norm, float *total_out, fg_stream *s);
 
+/* Fucina's OptimizerSet.saveState: FZO3, the member count, then each member's own frame
+ * (fg_optim_save_state's bytes) in member order. *out is malloc'd (free()). */
+FG_API fg_status fg_optimset_save_state(fg_optimset *set, uint8_t **out, size_t *out_len);
+/* Loads such bytes: the member count must be the set's (FG_ERR_FRAME_SHAPE_MISMATCH) and
+ * member i's frame must load into member i (its kind, header config and slots, with
+ * fg_optim_load_state's errors, prefixed by the member index). Every member frame is
+ * checked before any member's state changes, so a failed load changes no byte of any
+ * member (Fucina's is transactional only per member). */
+FG_API fg_status fg_optimset_load_state(fg_optimset *set, const uint8_t *data, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

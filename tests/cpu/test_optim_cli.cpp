@@ -157,7 +157,8 @@ TEST(OptimCli, SetWithClipAndScheduleEqualsTheLibrary) {
       std::vector<float> g = fgt::optim_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
       std::memcpy(t->grad, g.data(), t->nbytes);
     }
-    ASSERT_EQ(FG_OK, fg_optimset_apply_lr_factor(set, fg_lr_factor(&sch, (uint64_t)s)));
+    // The schedule is keyed by the recorded step (gradient index 3 + s, 0-based 2 + s).
+    ASSERT_EQ(FG_OK, fg_optimset_apply_lr_factor(set, fg_lr_factor(&sch, (uint64_t)(2 + s))));
     ASSERT_EQ(FG_OK, fg_optimset_clip_grad_norm(set, 0.75f, nullptr, nullptr));
     ASSERT_EQ(FG_OK, fg_optimset_step(set, nullptr));
   }

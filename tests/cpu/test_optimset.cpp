@@ -118,6 +118,37 @@ TEST(OptimSet, AParameterInTwoMembersIsRefused) {
   fg_optimset_free(nullptr);
 }
 
+// The fallback lists of Muon and APOLLO are slot lists too: a parameter in one member's
+// fallback cannot join another member, in either direction.
+TEST(OptimSet, AParameterInAFallbackIsRefusedToo) {
+  Fixture f;
+  fg_optim_config mc = fg_optim_defaults(FG_OPTIM_MUON), pc = fg_optim_defaults(FG_OPTIM_APOLLO);
+  fg_optim_config ac = fg_optim_defaults(FG_OPTIM_ADAM);
+  fg_optim *muon = nullptr, *apollo = nullptr, *adam = nullptr, *apollo2 = nullptr;
+  ASSERT_EQ(FG_OK, fg_optim_create(f.dev, &mc, &muon));
+  ASSERT_EQ(FG_OK, fg_optim_create(f.dev, &pc, &apollo));
+  ASSERT_EQ(FG_OK, fg_optim_create(f.dev, &pc, &apollo2));
+  ASSERT_EQ(FG_OK, fg_optim_create(f.dev, &ac, &adam));
+  ASSERT_EQ(FG_OK, fg_optim_add_fallback(muon, f.ts[1], "mb"));  // routed explicitly
+  ASSERT_EQ(FG_OK, fg_optim_add_fallback(apollo, f.ts[2], "pb"));
+  ASSERT_EQ(FG_OK, fg_optim_add_fallback(apollo2, f.ts[1], "pb2"));
+  fg_optimset *set = nullptr;
+  ASSERT_EQ(FG_OK, fg_optimset_create(&set));
+  ASSERT_EQ(FG_OK, fg_optimset_add(set, muon));
+  ASSERT_EQ(FG_OK, fg_optimset_add(set, apollo));
+  ASSERT_EQ(FG_OK, fg_optim_add(adam, f.ts[2], "again"));
+  EXPECT_EQ(FG_ERR_DUPLICATE, fg_optimset_add(set, adam));
+  EXPECT_NE(nullptr, std::strstr(fg_last_error(), "'again' is already in member 1 as 'pb'")) << fg_last_error();
+  EXPECT_EQ(FG_ERR_DUPLICATE, fg_optimset_add(set, apollo2));
+  EXPECT_NE(nullptr, std::strstr(fg_last_error(), "'pb2' is already in member 0 as 'mb'")) << fg_last_error();
+  EXPECT_EQ(2u, fg_optimset_count(set));
+  fg_optimset_free(set);
+  fg_optim_free(muon);
+  fg_optim_free(apollo);
+  fg_optim_free(apollo2);
+  fg_optim_free(adam);
+}
+
 // Fucina's warmupCosineFactor endpoints (its own test), and the linear and constant kinds.
 TEST(LrSchedule, FactorsFollowTheSeed) {
   fg_lr_schedule s = {FG_LR_WARMUP_COSINE, 100, 10, 0.1};

@@ -196,6 +196,51 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
     v.push_back(c);
     v.push_back(master(FG_OP_SGD_MOMENTUM_MASTER, sp));
   }
+  v.push_back(mk(FG_OP_RELU, 2));  // the activations of the training examples (elem/op_nn.h)
+  v.push_back(mk(FG_OP_RELU_BACKWARD, 2));
+  for (float beta : {0.95f, 0.3f}) {  // Muon (elem/op_muon.h): both lerp forms, nesterov or not
+    for (uint64_t nesterov : {0u, 1u}) {
+      c = mk(FG_OP_MUON_MOMENTUM, 3);
+      c.p.f[0] = beta, c.p.f[1] = 1.0f - beta, c.p.u[0] = nesterov;
+      c.dt[0] = c.dt[1] = FG_F32;
+      v.push_back(c);
+    }
+  }
+  c = mk(FG_OP_MUON_NS_COMB, 2);
+  c.p.f[0] = -4.775f, c.p.f[1] = 2.0315f;
+  c.dt[0] = c.dt[1] = FG_F32;
+  v.push_back(c);
+  c = mk(FG_OP_MUON_EYE, 1);
+  c.p.u[0] = 5;
+  c.dt[0] = FG_F32;
+  v.push_back(c);
+  std::memset(&sp, 0, sizeof sp);
+  sp.f[0] = 0.999f, sp.f[1] = 0.0346f;
+  c = mk(FG_OP_MUON_APPLY, 2);
+  c.p = sp;
+  c.dt[1] = FG_F32;
+  v.push_back(c);
+  v.push_back(master(FG_OP_MUON_APPLY_MASTER, sp));
+  std::memset(&sp, 0, sizeof sp);  // APOLLO (elem/op_apollo.h): moments, apply, HF AdamW
+  sp.f[0] = 0.9f, sp.f[1] = 0.1f, sp.f[2] = 0.999f, sp.f[3] = 0.001f, sp.f[4] = 2.5e-3f, sp.f[5] = 1e-6f;
+  sp.f[6] = -1e-3f;
+  c = mk(FG_OP_APOLLO_MOMENT, 3);
+  c.p = sp;
+  c.dt[0] = c.dt[1] = c.dt[2] = FG_F32;
+  v.push_back(c);
+  c = mk(FG_OP_APOLLO_HF_ADAMW, 4);
+  c.p = sp;
+  c.dt[1] = c.dt[2] = c.dt[3] = FG_F32;
+  v.push_back(c);
+  c = master(FG_OP_APOLLO_HF_ADAMW_MASTER, sp);
+  c.dt[2] = c.dt[3] = FG_F32;
+  v.push_back(c);
+  sp.f[0] = 11.3137085f, sp.f[1] = 0.0125f, sp.f[2] = -5e-4f;
+  c = mk(FG_OP_APOLLO_APPLY, 2);
+  c.p = sp;
+  c.dt[1] = FG_F32;
+  v.push_back(c);
+  v.push_back(master(FG_OP_APOLLO_APPLY_MASTER, sp));
   return v;
 }
 

@@ -10,6 +10,8 @@
 #include "forgia/elem/dtype_enum.h"
 
 #define FG_OP_MAX_STREAMS 6
+/* The widened values of an op's streams for one element (elem/op_table.h). */
+typedef float fg_op_vals[FG_OP_MAX_STREAMS];
 
 /* Scalars for one call, prepared once on the host (f64 where the rule says so, rounded once).
  * Each op in elem/op_table.h says which slots it reads. */

@@ -31,8 +31,6 @@
 #define FG_OP_DT1(a) FG_OP_DTS(a, 0u, 0u, 0u, 0u, 0u)
 #define FG_OP_DT2(a, b) FG_OP_DTS(a, b, 0u, 0u, 0u, 0u)
 
-typedef float fg_op_vals[FG_OP_MAX_STREAMS];
-
 /* What the launchers store for a result v. */
 static inline FG_HD float fg_op_canonical(float v) { return v != v ? fg_bits_f32(0x7fc00000u) : v; }
 
@@ -177,6 +175,12 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
   v[0][0] = fg_rng_keep(fg_rng_at(seed, c), P->u[0]) ? v[0][1] * P->f[0] : 0.0f;
 }
 
+/* The ops of the optimizers and examples, in headers of their own; they may use everything
+ * above (fg_op_canonical, the loads and stores). */
+#include "forgia/elem/op_muon.h"
+#include "forgia/elem/op_apollo.h"
+#include "forgia/elem/op_nn.h"
+
 /* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
 #define FG_OP_F FG_OP_DT_FLOAT
 #define FG_OP_G FG_OP_DT_F32
@@ -197,6 +201,9 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
   X(SGD_MASTER, sgd_master, 1, 5, 0x3u, 0x11u, FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))               \
   X(SGD_MOMENTUM, sgd_momentum, 1, 3, 0x7u, 0x5u, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, 0u, 0u, 0u))            \
   X(SGD_MOMENTUM_MASTER, sgd_momentum_master, 1, 5, 0x7u, 0x15u,                                               \
-    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, 0u, FG_OP_F, 0u))
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, 0u, FG_OP_F, 0u))                                                    \
+  FG_OP_TABLE_MUON(X)                                                                                          \
+  FG_OP_TABLE_APOLLO(X)                                                                                        \
+  FG_OP_TABLE_NN(X)
 
 #endif

@@ -1,0 +1,332 @@
+// The APOLLO / APOLLO-Mini trajectories of tests/data/golden/fucina_apollo.txt (generator
+// tests/data/fucina_gen/gen_apollo.zig: Fucina's own optim.Apollo, scalar backend) and a rig
+// that replays one with forgia on any device, step by step.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "forgia/elem/half.h"
+#include "forgia/forgia.h"
+#include "forgia/optim.h"
+#include "forgia/rng.h"
+#include "testutil.h"
+#include "training/optim_apollo_internal.h"
+
+namespace fgt {
+
+struct ApolloCase {
+  std::string line;
+  fg_optim_config c;
+  int steps = 0;
+  float clip = 0;
+  int skip = 0;
+  bool fb2d = false;
+  fg_dtype p16 = FG_F32;
+  bool big = false;  // [300,130] and [40,900] instead of [6,4] and [3,7]
+  // Per step (index k - 1): tag (m0, f0, m0_16, ...) -> bits (f32, or 16-bit for _16 tags).
+  std::vector<std::map<std::string, std::vector<uint32_t>>> want;
+  std::map<int, std::vector<uint8_t>> state;  // step -> Fucina's saveState bytes
+  // Beyond 64 values (4096 state bytes) the golden has FNV-1a-64 hashes instead.
+  std::vector<std::map<std::string, uint64_t>> want_fnv;
+  std::map<int, uint64_t> state_fnv;
+};
+
+inline uint64_t apollo_fnv(const void *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// golden: fucina_apollo.txt, or torch_apollo.txt (the reference's trajectories, the same
+// format without state lines; generator tests/data/torch_gen/gen_apollo.py).
+inline std::vector<ApolloCase> apollo_cases(const char *golden = "fucina_apollo.txt") {
+  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/" + golden);
+  std::vector<ApolloCase> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream ss(line);
+    std::string tag;
+    ss >> tag;
+    if (tag == "case") {
+      ApolloCase ac;
+      ac.line = line;
+      std::string kind, kv;
+      ss >> kind;
+      ac.c = fg_optim_defaults(kind == "mini" ? FG_OPTIM_APOLLO_MINI : FG_OPTIM_APOLLO);
+      while (ss >> kv) {
+        const size_t eq = kv.find('=');
+        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+        if (k == "rank") ac.c.rank = std::stoull(v);
+        if (k == "gap") ac.c.update_proj_gap = std::stoull(v);
+        if (k == "lr") ac.c.lr = std::stof(v);
+        if (k == "beta1") ac.c.beta1 = std::stof(v);
+        if (k == "beta2") ac.c.beta2 = std::stof(v);
+        if (k == "eps") ac.c.eps = std::stof(v);
+        if (k == "weight_decay") ac.c.weight_decay = std::stof(v);
+        if (k == "scale") ac.c.apollo_scale = std::stof(v);
+        if (k == "scale_type") ac.c.scale_type = v == "tensor" ? FG_APOLLO_TENSOR : FG_APOLLO_CHANNEL;
+        if (k == "correct_bias") ac.c.correct_bias = v == "1";
+        if (k == "scale_front") ac.c.scale_front = v == "1";
+        if (k == "limiter") ac.c.disable_norm_growth_limiter = v == "0";
+        if (k == "seed") ac.c.seed = std::stoull(v);
+        if (k == "steps") ac.steps = std::stoi(v);
+        if (k == "clip") ac.clip = std::stof(v);
+        if (k == "skip") ac.skip = std::stoi(v);
+        if (k == "fb2d") ac.fb2d = v == "1";
+        if (k == "big") ac.big = v == "1";
+        if (k == "p16") ac.p16 = v == "bf16" ? FG_BF16 : v == "f16" ? FG_F16 : FG_F32;
+      }
+      out.push_back(ac);
+    } else if (tag == "step") {
+      out.back().want.emplace_back();
+      out.back().want_fnv.emplace_back();
+    } else if (tag == "state") {
+      int k = 0;
+      std::string hex;
+      ss >> k >> hex;
+      if (hex.rfind("fnv=", 0) == 0) {
+        out.back().state_fnv[k] = std::stoull(hex.substr(4), nullptr, 16);
+        continue;
+      }
+      std::vector<uint8_t> b(hex.size() / 2);
+      for (size_t i = 0; i < b.size(); i++) b[i] = (uint8_t)std::stoul(hex.substr(2 * i, 2), nullptr, 16);
+      out.back().state[k] = b;
+    } else if (!tag.empty() && tag[0] != '#') {
+      std::vector<uint32_t> b;
+      std::string h;
+      while (ss >> h) {
+        if (h.rfind("fnv=", 0) == 0) {
+          out.back().want_fnv.back()[tag] = std::stoull(h.substr(4), nullptr, 16);
+          break;
+        }
+        b.push_back((uint32_t)std::stoul(h, nullptr, 16));
+      }
+      if (!out.back().want_fnv.back().count(tag)) out.back().want.back()[tag] = b;
+    }
+  }
+  return out;
+}
+
+inline std::vector<float> apollo_stream(uint64_t seed, size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = ((float)(fg_rng_at(seed, i) >> 40) * 0x1p-24f - 0.5f) * scale;
+  return v;
+}
+
+// The generator's parameters: tall [6,4] "tall", wide [3,7] (param1), [5] (fallback param0),
+// with fb2d a [2,3] "head" routed to the fallback.
+struct ApolloRig {
+  fg_device *dev = nullptr;
+  const ApolloCase *ac = nullptr;
+  fg_optim *o = nullptr;
+  std::vector<fg_tensor *> ts;
+
+  ApolloRig(fg_device *d, const ApolloCase &c, fg_gemm_mode mode = FG_GEMM_EXACT) : dev(d), ac(&c) {
+    EXPECT_EQ(FG_OK, fg_device_set_gemm_mode(dev, mode));
+    EXPECT_EQ(FG_OK, fg_optim_create(dev, &c.c, &o)) << fg_last_error();
+    std::vector<std::vector<uint64_t>> shapes = {{6, 4}, {3, 7}, {5}, {2, 3}};
+    if (c.big) shapes[0] = {300, 130}, shapes[1] = {40, 900};
+    for (size_t j = 0; j < (c.fb2d ? 4u : 3u); j++) {
+      fg_tensor *t = nullptr;
+      EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, c.p16, (int)shapes[j].size(), shapes[j].data(), &t));
+      upload(t, apollo_stream(100 + j, t->numel, 2.0f));
+      ts.push_back(t);
+    }
+    EXPECT_EQ(FG_OK, fg_optim_add(o, ts[0], "tall")) << fg_last_error();
+    EXPECT_EQ(FG_OK, fg_optim_add(o, ts[1], nullptr)) << fg_last_error();
+    EXPECT_EQ(FG_OK, fg_optim_add(o, ts[2], nullptr)) << fg_last_error();
+    if (c.fb2d) {
+      EXPECT_EQ(FG_OK, fg_optim_add_fallback(o, ts[3], "head")) << fg_last_error();
+    }
+  }
+  ~ApolloRig() {
+    fg_optim_free(o);
+    for (fg_tensor *t : ts) fg_tensor_free(t);
+  }
+
+  void upload(fg_tensor *t, const std::vector<float> &v) {
+    std::vector<uint8_t> host(t->nbytes);
+    for (size_t i = 0; i < v.size(); i++) {
+      if (t->dtype == FG_F32) {
+        std::memcpy(&host[i * 4], &v[i], 4);
+      } else {
+        uint16_t h = t->dtype == FG_F16 ? fg_f32_to_f16(v[i]) : fg_f32_to_bf16(v[i]);
+        std::memcpy(&host[i * 2], &h, 2);
+      }
+    }
+    EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
+  }
+
+  // Step k's gradients (the wide parameter has none at the case's skip step), clip, step.
+  void step(int k) {
+    for (size_t j = 0; j < ts.size(); j++) {
+      fg_tensor *t = ts[j];
+      if (j == 1 && k == ac->skip) {
+        fg_device_free(dev, t->grad);
+        t->grad = nullptr;
+        continue;
+      }
+      EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
+      std::vector<float> g = apollo_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+      EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
+    }
+    if (ac->clip > 0) {
+      EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(o, ac->clip, nullptr, nullptr)) << fg_last_error();
+    }
+    EXPECT_EQ(FG_OK, fg_optim_step(o, nullptr)) << fg_last_error();
+  }
+
+  // The parameters as the generator prints them: tag -> bits (f32: the master of a 16-bit
+  // parameter; tag_16: the 16-bit values).
+  std::map<std::string, std::vector<uint32_t>> snapshot() {
+    std::map<std::string, std::vector<uint32_t>> s;
+    auto put = [&](const std::string &tag, const fg_optim_slot &sl) {
+      const fg_tensor *t = sl.t;
+      std::vector<uint32_t> f(t->numel);
+      std::vector<uint8_t> b(t->nbytes);
+      EXPECT_EQ(FG_OK, fg_tensor_download(t, b.data(), b.size(), nullptr));
+      if (t->dtype == FG_F32) {
+        std::memcpy(f.data(), b.data(), b.size());
+      } else {
+        EXPECT_EQ(FG_OK, fg_device_copy(dev, f.data(), sl.master, f.size() * 4, FG_COPY_D2H));
+        std::vector<uint32_t> h(t->numel);
+        for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)b[2 * i] | ((uint32_t)b[2 * i + 1] << 8);
+        s[tag + "_16"] = h;
+      }
+      s[tag] = f;
+    };
+    for (size_t j = 0; j < o->n; j++) put("m" + std::to_string(j), o->slots[j]);
+    for (size_t j = 0; j < o->apollo->nfb; j++) put("f" + std::to_string(j), o->apollo->fb[j]);
+    return s;
+  }
+
+  // Sets the parameters to a step's values as the golden prints them (16-bit parameters:
+  // their 16-bit bits; the master comes from a loaded frame).
+  void set_params(const std::map<std::string, std::vector<uint32_t>> &want) {
+    for (size_t j = 0; j < ts.size(); j++) {
+      fg_tensor *t = ts[j];
+      const std::string tag = j < 2 ? "m" + std::to_string(j) : "f" + std::to_string(j - 2);
+      std::vector<uint8_t> host(t->nbytes);
+      if (t->dtype == FG_F32) {
+        const auto &v = want.at(tag);
+        std::memcpy(host.data(), v.data(), host.size());
+      } else {
+        const auto &v = want.at(tag + "_16");
+        for (size_t i = 0; i < v.size(); i++) host[2 * i] = (uint8_t)v[i], host[2 * i + 1] = (uint8_t)(v[i] >> 8);
+      }
+      EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
+    }
+  }
+
+  // Requires the parameters after step k to be the golden's (bits, or hashes of them).
+  void expect_step(int k) {
+    const auto got = snapshot();
+    const auto &want = ac->want[k - 1];
+    const auto &want_fnv = ac->want_fnv[k - 1];
+    EXPECT_EQ(want.size() + want_fnv.size(), got.size()) << "step " << k;
+    for (const auto &kv : want) {
+      auto it = got.find(kv.first);
+      ASSERT_NE(it, got.end()) << kv.first;
+      EXPECT_EQ(kv.second, it->second) << "step " << k << " " << kv.first;
+    }
+    for (const auto &kv : want_fnv) {
+      auto it = got.find(kv.first);
+      ASSERT_NE(it, got.end()) << kv.first;
+      EXPECT_EQ(kv.second, apollo_fnv(it->second.data(), it->second.size() * 4)) << "step " << k << " " << kv.first;
+    }
+  }
+
+  // Requires save_state after step k to be the golden's bytes (or their hash), if it has them.
+  void expect_state(int k) {
+    auto it = ac->state.find(k);
+    if (it != ac->state.end()) {
+      EXPECT_EQ(it->second, save()) << "state after step " << k;
+    }
+    auto h = ac->state_fnv.find(k);
+    if (h != ac->state_fnv.end()) {
+      const auto b = save();
+      EXPECT_EQ(h->second, apollo_fnv(b.data(), b.size())) << "state after step " << k;
+    }
+  }
+
+  fg_status load(const std::vector<uint8_t> &b) { return fg_optim_load_state(o, b.data(), b.size()); }
+
+  std::vector<uint8_t> save() {
+    uint8_t *p = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(FG_OK, fg_optim_save_state(o, &p, &n)) << fg_last_error();
+    std::vector<uint8_t> b(p, p + n);
+    free(p);
+    return b;
+  }
+};
+
+// Larger parameters (tall, wide, a bf16 one, a vector), several projection chunks, a clip,
+// all queued on the device's stream; returns every parameter byte, master and state byte.
+inline std::vector<uint8_t> apollo_run_big(const char *spec, fg_optim_kind kind, fg_apollo_scale_type st) {
+  fg_device *dev = nullptr;
+  EXPECT_EQ(FG_OK, fg_device_open(spec, &dev));
+  EXPECT_EQ(FG_OK, fg_device_set_gemm_mode(dev, FG_GEMM_EXACT));
+  fg_optim_config c = fg_optim_defaults(kind);
+  c.scale_type = st;
+  c.update_proj_gap = 2;
+  c.weight_decay = 0.01f;
+  if (kind == FG_OPTIM_APOLLO) c.rank = 8;
+  fg_optim *o = nullptr;
+  EXPECT_EQ(FG_OK, fg_optim_create(dev, &c, &o));
+  const std::vector<std::vector<uint64_t>> shapes = {{300, 200}, {64, 700}, {96, 96}, {1000}};
+  std::vector<fg_tensor *> ts;
+  for (size_t j = 0; j < shapes.size(); j++) {
+    fg_tensor *t = nullptr;
+    EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, j == 2 ? FG_BF16 : FG_F32, (int)shapes[j].size(),
+                                      shapes[j].data(), &t));
+    std::vector<float> v = gaussian(t->numel, 7 + j, 0.5f);
+    std::vector<uint8_t> host(t->nbytes);
+    for (size_t i = 0; i < v.size(); i++) {
+      if (t->dtype == FG_F32) {
+        std::memcpy(&host[i * 4], &v[i], 4);
+      } else {
+        const uint16_t h = fg_f32_to_bf16(v[i]);
+        std::memcpy(&host[i * 2], &h, 2);
+      }
+    }
+    EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
+    EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
+    EXPECT_EQ(FG_OK, fg_optim_add(o, t, nullptr)) << fg_last_error();
+    ts.push_back(t);
+  }
+  fg_stream *s = fg_device_stream(dev);
+  for (int k = 0; k < 5; k++) {
+    for (size_t j = 0; j < ts.size(); j++) {
+      std::vector<float> g = gaussian(ts[j]->numel, 100 + 10 * k + j, 2.0f);
+      EXPECT_EQ(FG_OK, fg_device_copy(dev, ts[j]->grad, g.data(), g.size() * 4, FG_COPY_H2D));
+    }
+    EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(o, 20.0f, nullptr, s)) << fg_last_error();
+    EXPECT_EQ(FG_OK, fg_optim_step(o, s)) << fg_last_error();
+  }
+  EXPECT_EQ(FG_OK, fg_stream_sync(s));
+  std::vector<uint8_t> out;
+  for (fg_tensor *t : ts) {
+    std::vector<uint8_t> b(t->nbytes);
+    EXPECT_EQ(FG_OK, fg_tensor_download(t, b.data(), b.size(), nullptr));
+    out.insert(out.end(), b.begin(), b.end());
+  }
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  EXPECT_EQ(FG_OK, fg_optim_save_state(o, &p, &n)) << fg_last_error();
+  out.insert(out.end(), p, p + n);
+  free(p);
+  fg_optim_free(o);
+  for (fg_tensor *t : ts) fg_tensor_free(t);
+  fg_device_close(dev);
+  return out;
+}
+
+}  // namespace fgt

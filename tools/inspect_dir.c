@@ -1,0 +1,431 @@
+/* forgia inspect DIR for a training checkpoint directory (inspect_dir.h). Everything is read
+ * and checked first, so a damaged file gives its one error line and no partial report. */
+#define _GNU_SOURCE
+#include "inspect_dir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "forgia/ckpt_dir.h"
+#include "forgia/forgia.h"
+#include "forgia/optim_frame.h"
+#include "forgia/trainer_state.h"
+#include "util_json.h"
+#include "util_report.h"
+#include "util_text.h"
+
+/* Readable output lists at most this many tensors or slots per list without --full. */
+#define LIST_LIMIT 64
+
+typedef struct dir_view {
+  const char *path;
+  fg_ckpt_dir_info info;
+  bool has_state;
+  fg_trainer_state state;
+  fg_ckpt *weights[2];      /* model, adapters (NULL when absent) */
+  uint64_t opt_bytes;
+  fg_oframe *frame;         /* optimizer.fucina parsed (NULL when absent) */
+} dir_view;
+
+static const char *const weights_files[2] = {FG_CKPT_DIR_MODEL_FILE, FG_CKPT_DIR_ADAPTERS_FILE};
+
+static char *join(const char *dir, const char *name) {
+  char *p = NULL;
+  return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+static bool exists(const char *dir, const char *name) {
+  char *p = join(dir, name);
+  struct stat st;
+  bool ok = p && stat(p, &st) == 0;
+  free(p);
+  return ok;
+}
+
+bool fg_cli_is_train_dir(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  return exists(path, FG_TRAINER_STATE_FILE) || exists(path, FG_CKPT_DIR_OPTIMIZER_FILE) ||
+         exists(path, FG_CKPT_DIR_ADAPTERS_FILE);
+}
+
+/* The whole of a file (malloc'd). */
+static fg_status read_all(const char *path, uint8_t **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return fg_fail(FG_ERR_IO, "%s: not a regular file", path);
+  }
+  size_t n = (size_t)st.st_size;
+  uint8_t *b = malloc(n ? n : 1);
+  if (!b) {
+    fclose(f);
+    return fg_fail(FG_ERR_NOMEM, "%s: cannot hold %zu bytes", path, n);
+  }
+  size_t got = fread(b, 1, n, f);
+  fclose(f);
+  if (got != n) {
+    free(b);
+    return fg_fail(FG_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
+  }
+  *out = b;
+  *len = n;
+  return FG_OK;
+}
+
+static void view_free(dir_view *v) {
+  for (int i = 0; i < 2; i++) fg_ckpt_close(v->weights[i]);
+  fg_optim_frame_free(v->frame);
+}
+
+/* Reads what the directory holds; on failure, the path of the file at fault in *bad. */
+static fg_status view_read(dir_view *v, char **bad) {
+  fg_status s = fg_ckpt_dir_inspect(v->path, &v->info);
+  if (s) return s;
+  if (v->info.committed) {
+    *bad = join(v->path, FG_TRAINER_STATE_FILE);
+    s = *bad ? fg_trainer_state_load(*bad, &v->state) : fg_fail(FG_ERR_NOMEM, "out of memory");
+    if (s) return s;
+    v->has_state = true;
+    free(*bad);
+  }
+  for (int i = 0; i < 2; i++) {
+    *bad = NULL;
+    if (!(v->info.weights & (1u << i))) continue;
+    *bad = join(v->path, weights_files[i]);
+    s = *bad ? fg_ckpt_open(*bad, &v->weights[i]) : fg_fail(FG_ERR_NOMEM, "out of memory");
+    if (s) return s;
+    free(*bad);
+  }
+  *bad = NULL;
+  if (v->info.has_optimizer) {
+    *bad = join(v->path, FG_CKPT_DIR_OPTIMIZER_FILE);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    s = *bad ? read_all(*bad, &bytes, &len) : fg_fail(FG_ERR_NOMEM, "out of memory");
+    if (!s) s = fg_optim_frame_parse(bytes, len, &v->frame);
+    free(bytes);
+    if (s) return s;
+    v->opt_bytes = len;
+    free(*bad);
+    *bad = NULL;
+  }
+  return FG_OK;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static const char *kind_name(fg_oframe_kind k) {
+  static const char *const n[] = {"adamw", "adam", "sgd", "muon", "apollo", "set", "tensors"};
+  return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
+/* The frame's magic, from its kind and version (Fucina's names, optim_frame.h). */
+static void magic(const fg_oframe *f, char out[5]) {
+  const int v = f->version;
+  switch (f->kind) {
+    case FG_OFRAME_KIND_ADAMW: snprintf(out, 5, "FZA%d", v); break;
+    case FG_OFRAME_KIND_ADAM: snprintf(out, 5, v == 3 ? "FZAD" : "FZD%d", v); break;
+    case FG_OFRAME_KIND_SGD: snprintf(out, 5, "FZS%d", v); break;
+    case FG_OFRAME_KIND_MUON: snprintf(out, 5, "FZM%d", v); break;
+    case FG_OFRAME_KIND_APOLLO: snprintf(out, 5, "FZP%d", v); break;
+    case FG_OFRAME_KIND_SET: snprintf(out, 5, "FZO3"); break;
+    default: snprintf(out, 5, "FZT1"); break;
+  }
+}
+
+/* Whether the slots of a list carry a step on the wire (Muon's main slots do not). */
+static bool has_step(const fg_oframe *f, bool fallback) {
+  return fallback || (f->kind != FG_OFRAME_KIND_MUON && f->kind != FG_OFRAME_KIND_SET && f->kind != FG_OFRAME_KIND_TENSORS);
+}
+
+static uint64_t max_step(const fg_oframe *f) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < f->n_slots; i++) m = f->slots[i].step > m ? f->slots[i].step : m;
+  for (size_t i = 0; i < f->n_fallback; i++) m = f->fallback[i].step > m ? f->fallback[i].step : m;
+  return m;
+}
+
+static float f32_of(uint32_t bits) {
+  float x;
+  memcpy(&x, &bits, 4);
+  return x;
+}
+
+static const char *state_dtype(fg_oframe_dtype d) { return d == FG_OFRAME_DTYPE_BF16 ? "bf16" : "f32"; }
+
+static cJSON *slot_json(const fg_oframe *f, const fg_oframe_slot *s, bool fallback) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "name", fg_cli_json_bytes(s->name, s->name_len));
+  cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+  cJSON_AddItemToArray(sh, fg_cli_json_u64(s->rows));
+  cJSON_AddItemToArray(sh, fg_cli_json_u64(s->cols));
+  if (has_step(f, fallback)) cJSON_AddItemToObject(o, "step", fg_cli_json_u64(s->step));
+  if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) {
+    cJSON_AddItemToObject(o, "seed", fg_cli_json_u64(s->seed));
+    if (s->prev_norm_bits == 0xffffffffu) cJSON_AddNullToObject(o, "prev_norm");
+    else cJSON_AddItemToObject(o, "prev_norm", fg_cli_json_f64(f32_of(s->prev_norm_bits)));
+  }
+  cJSON *dt = cJSON_AddArrayToObject(o, "state_dtypes");
+  for (int k = 0; k < s->n_bufs && k < 2; k++) cJSON_AddItemToArray(dt, cJSON_CreateString(state_dtype(s->bufs[k].dtype)));
+  if (f->version == 5) cJSON_AddBoolToObject(o, "master", s->has_master);
+  return o;
+}
+
+static cJSON *frame_json(const fg_oframe *f) {
+  cJSON *o = cJSON_CreateObject();
+  char mg[5];
+  magic(f, mg);
+  cJSON_AddStringToObject(o, "kind", kind_name(f->kind));
+  cJSON_AddStringToObject(o, "magic", mg);
+  cJSON_AddNumberToObject(o, "version", f->version);
+  cJSON *c = NULL;
+  if (f->kind == FG_OFRAME_KIND_SGD) {
+    c = cJSON_AddObjectToObject(o, "config");
+    cJSON_AddItemToObject(c, "momentum", fg_cli_json_f64(f32_of(f->sgd.momentum_bits)));
+    cJSON_AddItemToObject(c, "dampening", fg_cli_json_f64(f32_of(f->sgd.dampening_bits)));
+    cJSON_AddBoolToObject(c, "nesterov", f->sgd.nesterov);
+  } else if (f->kind == FG_OFRAME_KIND_MUON) {
+    c = cJSON_AddObjectToObject(o, "config");
+    cJSON_AddStringToObject(c, "scale", f->muon.scale ? "match_rms_adamw" : "spectral");
+    cJSON_AddBoolToObject(c, "nesterov", f->muon.nesterov);
+    cJSON_AddNumberToObject(c, "ns_steps", f->muon.ns_steps);
+  } else if (f->kind == FG_OFRAME_KIND_APOLLO) {
+    c = cJSON_AddObjectToObject(o, "config");
+    cJSON_AddItemToObject(c, "rank", fg_cli_json_u64(f->apollo.rank));
+    cJSON_AddItemToObject(c, "update_proj_gap", fg_cli_json_u64(f->apollo.update_proj_gap));
+    cJSON_AddItemToObject(c, "scale", fg_cli_json_f64(f32_of(f->apollo.scale_bits)));
+    cJSON_AddStringToObject(c, "scale_type", f->apollo.scale_type ? "tensor" : "channel");
+    cJSON_AddBoolToObject(c, "correct_bias", f->apollo.correct_bias);
+    cJSON_AddBoolToObject(c, "scale_front", f->apollo.scale_front);
+    cJSON_AddBoolToObject(c, "disable_limiter", f->apollo.disable_limiter);
+  }
+  if (f->kind == FG_OFRAME_KIND_SET) {
+    cJSON *m = cJSON_AddArrayToObject(o, "members");
+    for (size_t i = 0; i < f->n_members; i++) cJSON_AddItemToArray(m, frame_json(&f->members[i]));
+    return o;
+  }
+  if (f->kind == FG_OFRAME_KIND_TENSORS) {
+    cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+    for (size_t i = 0; i < f->n_tensors; i++) {
+      cJSON *t = cJSON_CreateObject(), *sh = cJSON_AddArrayToObject(t, "shape");
+      for (uint32_t d = 0; d < f->tensors[i].rank; d++) cJSON_AddItemToArray(sh, fg_cli_json_u64(f->tensors[i].dims[d]));
+      cJSON_AddItemToArray(ts, t);
+    }
+    return o;
+  }
+  if (has_step(f, false)) cJSON_AddItemToObject(o, "step", fg_cli_json_u64(max_step(f)));
+  cJSON *sl = cJSON_AddArrayToObject(o, "slots");
+  for (size_t i = 0; i < f->n_slots; i++) cJSON_AddItemToArray(sl, slot_json(f, &f->slots[i], false));
+  if (f->kind == FG_OFRAME_KIND_APOLLO) {
+    cJSON *fb = cJSON_AddArrayToObject(o, "fallback");
+    for (size_t i = 0; i < f->n_fallback; i++) cJSON_AddItemToArray(fb, slot_json(f, &f->fallback[i], true));
+  }
+  if (f->kind == FG_OFRAME_KIND_MUON && f->embedded) cJSON_AddItemToObject(o, "embedded", frame_json(f->embedded));
+  return o;
+}
+
+static void print_slots(const fg_oframe *f, const fg_oframe_slot *s, size_t n, bool fallback, int ind, bool full) {
+  for (size_t i = 0; i < n; i++) {
+    if (!full && i == LIST_LIMIT) {
+      printf("%*s... %zu more (--full lists them)\n", ind, "", n - i);
+      break;
+    }
+    printf("%*s", ind, "");
+    fg_cli_put_escaped(stdout, s[i].name, s[i].name_len, 32);
+    printf(" [%llu, %llu]", (unsigned long long)s[i].rows, (unsigned long long)s[i].cols);
+    if (has_step(f, fallback)) printf("  step %llu", (unsigned long long)s[i].step);
+    if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) printf("  seed %llu", (unsigned long long)s[i].seed);
+    printf("  state");
+    for (int k = 0; k < s[i].n_bufs && k < 2; k++) printf("%s %s", k ? "," : "", state_dtype(s[i].bufs[k].dtype));
+    if (s[i].has_master) printf("  + f32 master");
+    printf("\n");
+  }
+}
+
+static void print_frame(const fg_oframe *f, int ind, bool full) {
+  char mg[5];
+  magic(f, mg);
+  printf("%*s%s %s (v%d)", ind, "", kind_name(f->kind), mg, f->version);
+  switch (f->kind) {
+    case FG_OFRAME_KIND_SET:
+      printf(", %zu members\n", f->n_members);
+      for (size_t i = 0; i < f->n_members; i++) {
+        printf("%*smember %zu:\n", ind + 2, "", i);
+        print_frame(&f->members[i], ind + 4, full);
+      }
+      return;
+    case FG_OFRAME_KIND_TENSORS:
+      printf(", %zu tensors\n", f->n_tensors);
+      return;
+    case FG_OFRAME_KIND_SGD:
+      printf(", momentum %.9g, dampening %.9g%s", f32_of(f->sgd.momentum_bits), f32_of(f->sgd.dampening_bits),
+             f->sgd.nesterov ? ", nesterov" : "");
+      break;
+    case FG_OFRAME_KIND_MUON:
+      printf(", %s, ns_steps %u%s", f->muon.scale ? "match_rms_adamw" : "spectral", f->muon.ns_steps,
+             f->muon.nesterov ? ", nesterov" : "");
+      break;
+    case FG_OFRAME_KIND_APOLLO:
+      printf(", rank %llu, update_proj_gap %llu, scale %.9g, %s scaling%s%s%s", (unsigned long long)f->apollo.rank,
+             (unsigned long long)f->apollo.update_proj_gap, f32_of(f->apollo.scale_bits),
+             f->apollo.scale_type ? "tensor" : "channel", f->apollo.correct_bias ? ", bias correction" : "",
+             f->apollo.scale_front ? ", scale front" : "", f->apollo.disable_limiter ? ", no limiter" : "");
+      break;
+    default:
+      break;
+  }
+  printf(", %zu slots", f->n_slots);
+  if (has_step(f, false)) printf(", step %llu", (unsigned long long)max_step(f));
+  printf("\n");
+  print_slots(f, f->slots, f->n_slots, false, ind + 2, full);
+  if (f->kind == FG_OFRAME_KIND_APOLLO) {
+    printf("%*sfallback (AdamW rule): %zu slots%s\n", ind + 2, "", f->n_fallback, f->n_fallback ? ":" : "");
+    print_slots(f, f->fallback, f->n_fallback, true, ind + 4, full);
+  }
+  if (f->kind == FG_OFRAME_KIND_MUON && f->embedded) {
+    printf("%*sembedded AdamW (fallback):\n", ind + 2, "");
+    print_frame(f->embedded, ind + 4, full);
+  }
+}
+
+/* ---------------------------------------------------------------- the directory */
+
+static cJSON *f64_raw(double v) {
+  char buf[FG_F64_TEXT_MAX];
+  fg_trainer_state_f64_text(v, buf);
+  return cJSON_CreateRaw(buf);
+}
+
+static cJSON *view_json(const dir_view *v) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "training_checkpoint");
+  cJSON_AddItemToObject(root, "path", fg_cli_json_bytes(v->path, strlen(v->path)));
+  cJSON_AddBoolToObject(root, "committed", v->info.committed);
+  if (v->has_state) {
+    cJSON *ts = cJSON_AddObjectToObject(root, "trainer_state");
+    cJSON_AddStringToObject(ts, "format", FG_TRAINER_STATE_FORMAT);
+    const char *name;
+    char kind;
+    bool set;
+    uint64_t u;
+    double d;
+    for (size_t i = 0; fg_trainer_state_field(&v->state, i, &name, &kind, &set, &u, &d); i++)
+      if (set) cJSON_AddItemToObject(ts, name, kind == 'u' ? fg_cli_json_u64(u) : f64_raw(d));
+  } else {
+    cJSON_AddNullToObject(root, "trainer_state");
+  }
+  for (int i = 0; i < 2; i++) {
+    if (!v->weights[i]) continue;
+    cJSON *w = cJSON_AddObjectToObject(root, i ? "adapters" : "model");
+    cJSON_AddStringToObject(w, "file", weights_files[i]);
+    cJSON *ts = cJSON_AddArrayToObject(w, "tensors");
+    for (size_t k = 0; k < fg_ckpt_count(v->weights[i]); k++) {
+      const fg_ckpt_tensor *t = fg_ckpt_tensor_at(v->weights[i], k);
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddItemToObject(o, "name", fg_cli_json_bytes(t->name, t->name_len));
+      const char *tag = fg_dtype_info(t->dtype)->st_tag;
+      cJSON_AddStringToObject(o, "dtype", tag ? tag : fg_dtype_name(t->dtype));
+      cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+      for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(sh, fg_cli_json_u64(t->shape[d]));
+      cJSON_AddItemToArray(ts, o);
+    }
+  }
+  if (v->frame) {
+    cJSON *o = cJSON_AddObjectToObject(root, "optimizer");
+    cJSON_AddStringToObject(o, "file", FG_CKPT_DIR_OPTIMIZER_FILE);
+    cJSON_AddItemToObject(o, "bytes", fg_cli_json_u64(v->opt_bytes));
+    cJSON_AddItemToObject(o, "frame", frame_json(v->frame));
+  } else {
+    cJSON_AddNullToObject(root, "optimizer");
+  }
+  return root;
+}
+
+static void view_print(const dir_view *v, bool full) {
+  fg_cli_puts_escaped(stdout, v->path, 0);
+  printf(": training checkpoint, %s\n",
+         v->info.committed ? "committed" : "NOT committed (no trainer_state.json: a save did not finish)");
+  if (v->has_state) {
+    printf("trainer_state.json:\n");
+    const char *name;
+    char kind;
+    bool set;
+    uint64_t u;
+    double d;
+    char buf[FG_F64_TEXT_MAX];
+    for (size_t i = 0; fg_trainer_state_field(&v->state, i, &name, &kind, &set, &u, &d); i++) {
+      if (!set) continue;
+      if (kind == 'u') printf("  %-28s %llu\n", name, (unsigned long long)u);
+      else {
+        fg_trainer_state_f64_text(d, buf);
+        printf("  %-28s %s\n", name, buf);
+      }
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    if (!v->weights[i]) continue;
+    size_t n = fg_ckpt_count(v->weights[i]);
+    printf("%s: %zu tensors\n", weights_files[i], n);
+    for (size_t k = 0; k < n; k++) {
+      if (!full && k == LIST_LIMIT) {
+        printf("  ... %zu more (--full lists them)\n", n - k);
+        break;
+      }
+      const fg_ckpt_tensor *t = fg_ckpt_tensor_at(v->weights[i], k);
+      const char *tag = fg_dtype_info(t->dtype)->st_tag;
+      printf("  ");
+      fg_cli_put_escaped(stdout, t->name, t->name_len, 32);
+      printf(" %-5s [", tag ? tag : fg_dtype_name(t->dtype));
+      for (int d = 0; d < t->ndim; d++) printf(d ? ", %llu" : "%llu", (unsigned long long)t->shape[d]);
+      printf("]\n");
+    }
+  }
+  if (v->frame) {
+    printf("optimizer.fucina: %llu bytes\n", (unsigned long long)v->opt_bytes);
+    print_frame(v->frame, 2, full);
+  } else {
+    printf("optimizer.fucina: none\n");
+  }
+}
+
+int fg_cli_inspect_train_dir(const char *path, bool json, bool full) {
+  dir_view v;
+  memset(&v, 0, sizeof v);
+  v.path = path;
+  char *bad = NULL;
+  if (view_read(&v, &bad) != FG_OK) {
+    fg_cli_report("inspect", bad ? bad : path);
+    free(bad);
+    view_free(&v);
+    return 1;
+  }
+  int rc = 0;
+  if (json) {
+    cJSON *root = view_json(&v);
+    char *text = root ? cJSON_Print(root) : NULL;
+    if (!text) {
+      fg_cli_fail("inspect", path, "out of memory building JSON");
+      rc = 1;
+    } else {
+      fputs(text, stdout);
+      fputc('\n', stdout);
+    }
+    free(text);
+    cJSON_Delete(root);
+  } else {
+    view_print(&v, full);
+  }
+  if (rc == 0 && !v.info.committed) {
+    fg_cli_fail("inspect", path, "not committed: no %s (a save did not finish; loading refuses it)",
+                FG_TRAINER_STATE_FILE);
+    rc = 1;
+  }
+  view_free(&v);
+  return rc;
+}

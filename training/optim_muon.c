@@ -1,0 +1,180 @@
+/* Muon (Fucina's optim.Muon, reference section 3.3): lerp momentum with the nesterov blend,
+ * Newton-Schulz 5 on the update, the shape-scaled step with decoupled decay from the base lr;
+ * parameters of fewer than 2 dims, and those routed explicitly, go to the embedded AdamW. */
+#include <math.h>
+#include <string.h>
+
+#include "forgia/muon.h"
+#include "training/optim_muon.h"
+
+fg_optim_config fg_muon_fallback_config(const fg_optim_config *c) {
+  fg_optim_config f = fg_optim_defaults(FG_OPTIM_ADAMW);
+  f.lr = c->fallback.lr;
+  f.beta1 = c->fallback.beta1;
+  f.beta2 = c->fallback.beta2;
+  f.eps = c->fallback.eps;
+  f.weight_decay = c->fallback.weight_decay;
+  f.state_dtype = c->fallback.state_dtype;
+  f.second_moment_dtype = c->fallback.second_moment_dtype;
+  return f;
+}
+
+fg_status fg_muon_config_check(const fg_optim_config *c) {
+  if (c->ns_steps < 1) return fg_fail(FG_ERR_INVALID_ARG, "muon: ns_steps %u, expected >= 1", c->ns_steps);
+  if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
+    return fg_fail(FG_ERR_INVALID_ARG, "muon: momentum %g, expected in [0, 1)", c->momentum);
+  if (c->muon_scale != FG_MUON_SPECTRAL && c->muon_scale != FG_MUON_MATCH_RMS_ADAMW)
+    return fg_fail(FG_ERR_INVALID_ARG, "muon: scale %d, expected spectral (0) or match_rms_adamw (1)", (int)c->muon_scale);
+  const fg_optim_config f = fg_muon_fallback_config(c);
+  fg_status s = fg_optim_config_check(&f);
+  return s ? fg_fail_prefix(s, "muon fallback: ") : FG_OK;
+}
+
+static bool fg_muon_holds(const fg_optim *o, const fg_tensor *t, const char **name) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->slots[i].t == t) {
+      *name = o->slots[i].name;
+      return true;
+    }
+  return false;
+}
+
+/* rows = dim 0, cols = the product of the rest, as Fucina views every parameter. */
+static void fg_muon_dims(const fg_tensor *t, size_t *rows, size_t *cols) {
+  *rows = (size_t)t->shape[0];
+  *cols = *rows ? (size_t)(t->numel / t->shape[0]) : 0;
+}
+
+fg_status fg_muon_route(fg_optim *o, fg_tensor *t, const char *name, bool to_fallback, bool *done) {
+  *done = false;
+  const char *shown = name ? name : "(unnamed)", *other = NULL;
+  if (fg_muon_holds(o->fallback, t, &other))
+    return fg_fail(FG_ERR_DUPLICATE, "muon: parameter '%s' is already registered with the fallback as '%s'", shown, other);
+  fg_status s = fg_optim_reserve(o, o->n + o->fallback->n + 1);
+  if (s) return s;
+  if (to_fallback || t->ndim < 2) {
+    if (fg_muon_holds(o, t, &other))
+      return fg_fail(FG_ERR_DUPLICATE, "muon: parameter '%s' is already registered as '%s'", shown, other);
+    *done = true;
+    return fg_optim_add(o->fallback, t, name);
+  }
+  size_t rows, cols;
+  fg_muon_dims(t, &rows, &cols);
+  if (!rows || !cols) return FG_OK; /* an empty matrix never reaches Newton-Schulz */
+  const size_t need = fg_newton_schulz5_workspace(rows, cols);
+  if (!need) return fg_fail(FG_ERR_INVALID_ARG, "muon: parameter '%s' (%zu x %zu) is too large", shown, rows, cols);
+  if (need <= o->muon_work_bytes) return FG_OK;
+  void *w = NULL;
+  s = fg_device_alloc(o->dev, need, &w);
+  if (s) return s;
+  fg_device_free(o->dev, o->muon_work);
+  o->muon_work = w;
+  o->muon_work_bytes = need;
+  return FG_OK;
+}
+
+size_t fg_muon_collect_fallback(fg_optim *o) {
+  fg_optim *f = o->fallback;
+  const size_t k = fg_optim_collect_grads(f);
+  if (!k) return 0;
+  memcpy(o->grads, f->grads, k * sizeof *o->grads);
+  memcpy(o->grad_dtypes, f->grad_dtypes, k * sizeof *o->grad_dtypes);
+  memcpy(o->grad_ns, f->grad_ns, k * sizeof *o->grad_ns);
+  memcpy(o->args, f->args, k * sizeof *o->args);
+  return k;
+}
+
+static float fg_muon_lr_eff(const fg_optim_config *c, size_t rows, size_t cols) {
+  const float r = (float)rows, k = (float)cols;
+  if (c->muon_scale == FG_MUON_SPECTRAL) return c->lr * sqrtf(fmaxf(1.0f, r / k));
+  return c->lr * 0.2f * sqrtf(fmaxf(r, k));
+}
+
+static bool fg_muon_active(const fg_optim_slot *sl) { return sl->t->grad && sl->t->numel; }
+
+/* The update of every active slot whose lr_eff and masterness match, as one launch. */
+static fg_status fg_muon_apply(fg_optim *o, float lr_eff, bool master, fg_stream *s) {
+  size_t k = 0;
+  for (size_t i = 0; i < o->n; i++) {
+    const fg_optim_slot *sl = &o->slots[i];
+    size_t rows, cols;
+    fg_muon_dims(sl->t, &rows, &cols);
+    if (!fg_muon_active(sl) || (sl->master != NULL) != master || fg_muon_lr_eff(&o->c, rows, cols) != lr_eff) continue;
+    fg_op_args *a = &o->args[k++];
+    memset(a, 0, sizeof *a);
+    a->n = (size_t)sl->t->numel;
+    a->ptr[0] = master ? (void *)sl->master : sl->t->data;
+    a->dtype[0] = master ? FG_F32 : sl->t->dtype;
+    a->ptr[1] = sl->v;
+    a->dtype[1] = FG_F32;
+    if (master) {
+      a->ptr[4] = sl->t->data;
+      a->dtype[4] = sl->t->dtype;
+    }
+  }
+  if (!k) return FG_OK;
+  fg_op_params p;
+  memset(&p, 0, sizeof p);
+  const fg_optim_config *c = &o->c;
+  p.f[0] = c->weight_decay != 0.0f ? (float)(1.0 - (double)c->lr * (double)c->weight_decay) : 1.0f;
+  p.f[1] = lr_eff;
+  return fg_op_run(o->dev, master ? FG_OP_MUON_APPLY_MASTER : FG_OP_MUON_APPLY, &p, o->args, k, s);
+}
+
+static fg_status fg_muon_own_step(fg_optim *o, fg_stream *s) {
+  size_t k = 0;
+  for (size_t i = 0; i < o->n; i++) {
+    const fg_optim_slot *sl = &o->slots[i];
+    if (!fg_muon_active(sl)) continue;
+    fg_op_args *a = &o->args[k++];
+    memset(a, 0, sizeof *a);
+    a->n = (size_t)sl->t->numel;
+    a->ptr[0] = sl->v;
+    a->dtype[0] = FG_F32;
+    a->ptr[1] = sl->t->grad;
+    a->dtype[1] = FG_F32;
+    a->ptr[2] = sl->m;
+    a->dtype[2] = o->c.state_dtype;
+  }
+  if (!k) return FG_OK;
+  fg_op_params p;
+  memset(&p, 0, sizeof p);
+  p.f[0] = o->c.momentum;
+  p.f[1] = 1.0f - o->c.momentum;
+  p.u[0] = o->c.nesterov ? 1u : 0u;
+  fg_status st = fg_op_run(o->dev, FG_OP_MUON_MOMENTUM, &p, o->args, k, s);
+  for (size_t i = 0; i < o->n && st == FG_OK; i++) {
+    fg_optim_slot *sl = &o->slots[i];
+    if (!fg_muon_active(sl)) continue;
+    size_t rows, cols;
+    fg_muon_dims(sl->t, &rows, &cols);
+    st = fg_newton_schulz5(o->dev, FG_GEMM_DEFAULT, sl->v, rows, cols, o->c.ns_steps, sl->v, o->muon_work,
+                           o->muon_work_bytes, s);
+  }
+  /* One launch per distinct (lr_eff, masterness), in first-seen order. */
+  for (size_t i = 0; i < o->n && st == FG_OK; i++) {
+    const fg_optim_slot *sl = &o->slots[i];
+    if (!fg_muon_active(sl)) continue;
+    size_t rows, cols;
+    fg_muon_dims(sl->t, &rows, &cols);
+    const float lr_eff = fg_muon_lr_eff(&o->c, rows, cols);
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) {
+      const fg_optim_slot *sj = &o->slots[j];
+      size_t rj, cj;
+      fg_muon_dims(sj->t, &rj, &cj);
+      seen = fg_muon_active(sj) && (sj->master != NULL) == (sl->master != NULL) && fg_muon_lr_eff(&o->c, rj, cj) == lr_eff;
+    }
+    if (!seen) st = fg_muon_apply(o, lr_eff, sl->master != NULL, s);
+  }
+  return st;
+}
+
+fg_status fg_muon_step(fg_optim *o, fg_stream *s) {
+  fg_status st = fg_muon_own_step(o, s);
+  if (st) return fg_fail_prefix(st, "muon step: ");
+  for (size_t i = 0; i < o->n; i++)
+    if (o->slots[i].t->grad) o->slots[i].step++;
+  st = fg_optim_step(o->fallback, s);
+  return st ? fg_fail_prefix(st, "muon fallback: ") : FG_OK;
+}
