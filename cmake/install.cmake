@@ -17,7 +17,7 @@ install(FILES ${PROJECT_BINARY_DIR}/forgiaConfig.cmake ${PROJECT_BINARY_DIR}/for
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/forgia)
 
 # forgia.pc: a static libforgia needs its dependencies on the link line too.
-set(FORGIA_PC_PRIVATE "hwloc libcjson openblas")
+set(FORGIA_PC_PRIVATE "hwloc libcjson")
 set(FORGIA_PC_LIBS_PRIVATE "${OpenMP_C_FLAGS} -lpthread -lm")
 if(FORGIA_HAVE_CUDA)
   get_filename_component(cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)

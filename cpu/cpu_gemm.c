@@ -1,8 +1,8 @@
-/* CPU GEMM. Fast: cblas_sgemm (bf16 operands widened to f32 in the stream's scratch first).
+/* CPU GEMM. Fast: OpenBLAS's cblas_sgemm, loaded on first use (cpu/openblas_lazy.h; bf16
+ * operands widened to f32 in the stream's scratch first).
  * Exact: output tiles over OpenMP threads; each tile is computed by one thread, and each of
  * its outputs by one accumulator that sees k in ascending order (elem/gemm_exact.h), so the
  * bits depend neither on the thread count nor on the schedule nor on the vector width. */
-#include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/openblas_lazy.h"
 #include "device/scratch.h"
 #include "forgia/elem/gemm_exact.h"
 
@@ -252,7 +253,9 @@ static fg_status fg_gemm_fast(const struct fg_gemm_call *g, fg_stream *stream) {
       b = (const float *)((char *)p + a_need);
     }
   }
-  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans,
+  const fg_openblas_api *blas = fg_openblas();
+  if (!blas) return fg_fail_prefix(FG_ERR_UNSUPPORTED, "cpu gemm: ");
+  blas->sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans,
               (blasint)g->m, (blasint)g->n, (blasint)g->k, g->alpha, a, (blasint)g->lda, b, (blasint)g->ldb, g->beta,
               g->c, (blasint)g->ldc);
   return FG_OK;

@@ -200,6 +200,28 @@ TEST(Gemm, ExactIndependentOfThreadsAndKernel) {
   omp_set_num_threads(saved);
 }
 
+// OpenBLAS is loaded on the first fast GEMM with a kernel set chosen from the CPU's features
+// (cpu/openblas_lazy.h), through OPENBLAS_CORETYPE: the process's environment must be left as
+// it was found, whatever it held.
+TEST(Gemm, FastLeavesTheEnvironmentAsFound) {
+  const char *before = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = before ? before : "";
+  Cpu cpu;
+  Case c{17, 9, 33, false, true, FG_F32, FG_F32, 1.0f, 0.0f, 0};
+  Problem p(c, 77);
+  std::vector<float> exact, fast;
+  ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_FAST, fast)) << fg_last_error();
+  ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_EXACT, exact));
+  const char *after = std::getenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(before != nullptr, after != nullptr);
+  if (before && after) {
+    EXPECT_EQ(saved, after);
+  }
+  for (size_t i = 0; i < exact.size(); i++) {
+    EXPECT_NEAR(exact[i], fast[i], 1e-4f * (1.0f + std::fabs(exact[i]))) << i;
+  }
+}
+
 // The one tolerance test: BLAS sums in its own order (and may fuse), so fast and exact agree
 // within the rounding error bound of k-term sums, scaled by |A||B| per output.
 TEST(Gemm, FastAgreesWithExactWithinBound) {
