@@ -385,16 +385,7 @@ int fg_cmd_inspect(int argc, char **argv) {
     rc = 1;
   } else if (json) {
     cJSON *root = nomem ? NULL : fg_ckpt_gguf(c) ? gguf_json(fg_ckpt_gguf(c), full) : st_json(fg_ckpt_safetensors(c));
-    char *text = root ? cJSON_Print(root) : NULL;
-    if (!text) {
-      fg_cli_fail("inspect", path, "out of memory building JSON");
-      rc = 1;
-    } else {
-      fputs(text, stdout);
-      fputc('\n', stdout);
-    }
-    free(text);
-    cJSON_Delete(root);
+    rc = fg_cli_json_print("inspect", path, root);
   } else if (summary(path, c, full) != 0) {
     fg_cli_fail("inspect", path, "out of memory");
     rc = 1;

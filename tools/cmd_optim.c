@@ -12,6 +12,7 @@
 #include "forgia/lr_schedule.h"
 #include "forgia/optimset.h"
 #include "util_args.h"
+#include "util_file.h"
 #include "util_optim_config.h"
 #include "util_report.h"
 #include "util_signal.h"
@@ -72,36 +73,6 @@ typedef struct job {
   uint64_t steps, first;
   const char *out, *state_in, *state_out;
 } job;
-
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    return NULL;
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0, n;
-  char tmp[65536];
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-    if (len + n + 1 > cap) {
-      cap = (len + n + 1) * 2;
-      char *nb = cap > (64u << 20) ? NULL : realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        fg_fail(FG_ERR_INVALID_ARG, "%s: too large for a configuration (over 64 MiB)", path);
-        return NULL;
-      }
-      buf = nb;
-    }
-    memcpy(buf + len, tmp, n);
-    len += n;
-  }
-  fclose(f);
-  if (!buf) buf = calloc(1, 1);
-  else buf[len] = 0;
-  return buf;
-}
 
 /* The gradient of src at step index k (1-based in G's names), or NULL when G has none. */
 static const fg_ckpt_tensor *grad_of(const job *j, const reg *r, uint64_t k) {
@@ -167,47 +138,12 @@ static fg_status setup(job *j) {
   return s == FG_OK ? check_grads(j) : s;
 }
 
-/* A file's bytes (the whole file; *len 0 and a non-NULL buffer when it is empty). */
-static fg_status read_bytes(const char *path, uint8_t **out, size_t *len) {
-  *out = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 0;
-  uint8_t tmp[65536];
-  size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-    if (*len + n > cap) {
-      cap = (*len + n) * 2;
-      uint8_t *nb = realloc(*out, cap);
-      if (!nb) {
-        fclose(f);
-        free(*out);
-        *out = NULL;
-        return fg_fail(FG_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, *len + n);
-      }
-      *out = nb;
-    }
-    memcpy(*out + *len, tmp, n);
-    *len += n;
-  }
-  const bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(*out);
-    *out = NULL;
-    return fg_fail(FG_ERR_IO, "%s: read error", path);
-  }
-  if (!*out) *out = malloc(1);
-  return *out ? FG_OK : fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
-}
-
 /* The state goes to the set when the config is one, else to the single optimizer, so that
  * the bytes are what that object's save-state writes. */
 static fg_status load_state(job *j) {
   uint8_t *b = NULL;
   size_t n = 0;
-  fg_status s = read_bytes(j->state_in, &b, &n);
+  fg_status s = fg_cli_read_file(j->state_in, 0, &b, &n);
   if (s == FG_OK)
     s = j->cfg.is_set ? fg_optimset_load_state(j->set, b, n) : fg_optim_load_state(j->opt[0], b, n);
   free(b);
@@ -336,11 +272,14 @@ int fg_cmd_optim(int argc, char **argv) {
   if (!parse_u64(steps, &j.steps)) return fg_cli_usage_error(&spec, "--steps", "'%s' is not a decimal integer", steps);
   if (first && (!parse_u64(first, &j.first) || j.first + j.steps < j.first))
     return fg_cli_usage_error(&spec, "--first-grad", "'%s' is not a decimal integer (with --steps, below 2^64)", first);
-  char *text = read_text(config);
-  if (!text) {
+  /* A configuration over 64 MiB is not one. */
+  uint8_t *raw = NULL;
+  size_t raw_len = 0;
+  if (fg_cli_read_file(config, (size_t)64 << 20, &raw, &raw_len)) {
     fg_cli_report("optim", config);
     return 1;
   }
+  char *text = (char *)raw;
   char why[512];
   bool ok = optim_cli_config_parse(text, &j.cfg, why, sizeof why);
   free(text);

@@ -13,6 +13,7 @@
 #include "forgia/forgia.h"
 #include "forgia/optim_frame.h"
 #include "forgia/trainer_state.h"
+#include "util_file.h"
 #include "util_json.h"
 #include "util_report.h"
 #include "util_text.h"
@@ -52,32 +53,6 @@ bool fg_cli_is_train_dir(const char *path) {
          exists(path, FG_CKPT_DIR_ADAPTERS_FILE);
 }
 
-/* The whole of a file (malloc'd). */
-static fg_status read_all(const char *path, uint8_t **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return fg_fail(FG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return fg_fail(FG_ERR_IO, "%s: not a regular file", path);
-  }
-  size_t n = (size_t)st.st_size;
-  uint8_t *b = malloc(n ? n : 1);
-  if (!b) {
-    fclose(f);
-    return fg_fail(FG_ERR_NOMEM, "%s: cannot hold %zu bytes", path, n);
-  }
-  size_t got = fread(b, 1, n, f);
-  fclose(f);
-  if (got != n) {
-    free(b);
-    return fg_fail(FG_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
-  }
-  *out = b;
-  *len = n;
-  return FG_OK;
-}
-
 static void view_free(dir_view *v) {
   for (int i = 0; i < 2; i++) fg_ckpt_close(v->weights[i]);
   fg_optim_frame_free(v->frame);
@@ -107,7 +82,7 @@ static fg_status view_read(dir_view *v, char **bad) {
     *bad = join(v->path, FG_CKPT_DIR_OPTIMIZER_FILE);
     uint8_t *bytes = NULL;
     size_t len = 0;
-    s = *bad ? read_all(*bad, &bytes, &len) : fg_fail(FG_ERR_NOMEM, "out of memory");
+    s = *bad ? fg_cli_read_file(*bad, 0, &bytes, &len) : fg_fail(FG_ERR_NOMEM, "out of memory");
     if (!s) s = fg_optim_frame_parse(bytes, len, &v->frame);
     free(bytes);
     if (s) return s;
@@ -407,17 +382,7 @@ int fg_cli_inspect_train_dir(const char *path, bool json, bool full) {
   }
   int rc = 0;
   if (json) {
-    cJSON *root = view_json(&v);
-    char *text = root ? cJSON_Print(root) : NULL;
-    if (!text) {
-      fg_cli_fail("inspect", path, "out of memory building JSON");
-      rc = 1;
-    } else {
-      fputs(text, stdout);
-      fputc('\n', stdout);
-    }
-    free(text);
-    cJSON_Delete(root);
+    rc = fg_cli_json_print("inspect", path, view_json(&v));
   } else {
     view_print(&v, full);
   }

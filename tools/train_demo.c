@@ -15,6 +15,7 @@
 #include "forgia/export.h"
 #include "forgia/safetensors.h"
 #include "train_spirals.h"
+#include "util_file.h"
 #include "util_report.h"
 
 extern char **environ;
@@ -51,37 +52,11 @@ static int run_self(char *const args[], const char *log) {
   return WEXITSTATUS(st);
 }
 
-static char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *b = NULL;
-  size_t cap = 0, n = 0, k;
-  char tmp[4096];
-  while ((k = fread(tmp, 1, sizeof tmp, f)) > 0) {
-    if (n + k + 1 > cap) {
-      cap = 2 * (n + k + 1);
-      char *nb = realloc(b, cap);
-      if (!nb) {
-        free(b);
-        fclose(f);
-        return NULL;
-      }
-      b = nb;
-    }
-    memcpy(b + n, tmp, k);
-    n += k;
-  }
-  fclose(f);
-  if (!b) b = calloc(1, 1);
-  else b[n] = 0;
-  if (len) *len = n;
-  return b;
-}
-
 /* 0 when both files exist and hold the same bytes. */
 static int same_file(const char *a, const char *b) {
   size_t la = 0, lb = 0;
-  char *x = read_text(a, &la), *y = read_text(b, &lb);
+  uint8_t *x = NULL, *y = NULL;
+  if (fg_cli_read_file(a, 0, &x, &la) == FG_OK) fg_cli_read_file(b, 0, &y, &lb);
   int rc = x && y && la == lb && memcmp(x, y, la) == 0 ? 0 : 1;
   if (rc) fg_fail(FG_ERR_STATE, "%s and %s differ (%zu and %zu bytes)", a, b, la, lb);
   free(x);
@@ -138,7 +113,9 @@ static int inspect(const char *path, const char *log, const char *want) {
   char *args[] = {"forgia", "inspect", (char *)path, NULL};
   int st = run_self(args, log);
   if (st < 0) return 1;
-  char *text = read_text(log, NULL);
+  uint8_t *raw = NULL;
+  size_t raw_len = 0;
+  char *text = fg_cli_read_file(log, 0, &raw, &raw_len) == FG_OK ? (char *)raw : NULL;
   int rc = st == 0 && text && strstr(text, want) ? 0 : 1;
   if (rc) fg_fail(FG_ERR_STATE, "forgia inspect %s: exit status %d, expected '%s' in %s", path, st, want, log);
   else {

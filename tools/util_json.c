@@ -1,4 +1,5 @@
 #include "util_json.h"
+#include "util_report.h"
 #include "util_text.h"
 
 #include <inttypes.h>
@@ -132,4 +133,17 @@ cJSON *fg_cli_json_obj_finish(fg_cli_json_obj *o) {
   free(o->buf);
   memset(o, 0, sizeof *o);
   return r;
+}
+
+int fg_cli_json_print(const char *cmd, const char *path, cJSON *root) {
+  char *text = root ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  if (!text) {
+    fg_cli_fail(cmd, path, "out of memory building JSON");
+    return 1;
+  }
+  fputs(text, stdout);
+  fputc('\n', stdout);
+  free(text);
+  return 0;
 }

@@ -30,4 +30,8 @@ void fg_cli_json_obj_add(fg_cli_json_obj *o, const char *key, size_t key_len, cJ
 /* The object as a raw item, or NULL when out of memory; releases the builder either way. */
 cJSON *fg_cli_json_obj_finish(fg_cli_json_obj *o);
 
+/* Prints root (NULL: the build ran out of memory) to stdout with a newline and deletes it;
+ * 0, or 1 after reporting the failure as cmd's error about path. */
+int fg_cli_json_print(const char *cmd, const char *path, cJSON *root);
+
 #endif

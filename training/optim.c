@@ -157,10 +157,10 @@ fg_status fg_optim_reserve(fg_optim *o, size_t count) {
   return FG_OK;
 }
 
-size_t fg_optim_collect_grads(fg_optim *o) {
-  size_t k = o->c.kind == FG_OPTIM_MUON ? fg_muon_collect_fallback(o) : 0;
-  for (size_t i = 0; i < o->n; i++) {
-    const fg_tensor *t = o->slots[i].t;
+/* Appends the gradients of the slots of list sl (n) that have one at position k on. */
+static size_t fg_optim_append_grads(fg_optim *o, const fg_optim_slot *sl, size_t n, size_t k) {
+  for (size_t i = 0; i < n; i++) {
+    const fg_tensor *t = sl[i].t;
     if (!t->grad) continue;
     o->grads[k] = t->grad;
     o->grad_dtypes[k] = FG_F32;
@@ -172,8 +172,14 @@ size_t fg_optim_collect_grads(fg_optim *o) {
     a->n = (size_t)t->numel;
     k++;
   }
-  if (o->apollo) k = fg_apollo_collect_fallback(o, k);
   return k;
+}
+
+/* Fucina's order: Muon's fallback, then its own slots; APOLLO's main slots, then fallback. */
+size_t fg_optim_collect_grads(fg_optim *o) {
+  size_t k = o->fallback ? fg_optim_append_grads(o, o->fallback->slots, o->fallback->n, 0) : 0;
+  k = fg_optim_append_grads(o, o->slots, o->n, k);
+  return o->apollo ? fg_optim_append_grads(o, o->apollo->fb, o->apollo->nfb, k) : k;
 }
 
 const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t) {

@@ -44,24 +44,6 @@ void fg_apollo_free(fg_optim *o) {
   o->apollo = NULL;
 }
 
-size_t fg_apollo_collect_fallback(fg_optim *o, size_t k) {
-  const struct fg_apollo_state *a = o->apollo;
-  for (size_t i = 0; i < a->nfb; i++) {
-    const fg_tensor *t = a->fb[i].t;
-    if (!t->grad) continue;
-    o->grads[k] = t->grad;
-    o->grad_dtypes[k] = FG_F32;
-    o->grad_ns[k] = (size_t)t->numel;
-    fg_op_args *g = &o->args[k];
-    memset(g, 0, sizeof *g);
-    g->ptr[0] = t->grad;
-    g->dtype[0] = FG_F32;
-    g->n = (size_t)t->numel;
-    k++;
-  }
-  return k;
-}
-
 /* n zero f32 values on dev (at least one byte allocated). */
 static fg_status fg_apollo_zeros(fg_device *dev, size_t n, float **out) {
   fg_status s = fg_device_alloc(dev, n ? n * sizeof(float) : 1, (void **)out);

@@ -33,9 +33,6 @@ void fg_apollo_free(fg_optim *o);
  * fallback) and fg_optim_add_fallback (true). */
 fg_status fg_apollo_add(fg_optim *o, fg_tensor *t, const char *name, bool fallback);
 fg_status fg_apollo_step(fg_optim *o, fg_stream *s);
-/* Appends the fallback's gradients to o->grads / o->args after the k of the main slots
- * (Fucina's order: main, then fallback); returns the new count. */
-size_t fg_apollo_collect_fallback(fg_optim *o, size_t k);
 /* fg_optim_state_fill / check / commit for APOLLO (training/optim_apollo_state.c). */
 fg_status fg_apollo_state_fill(fg_optim *o, fg_oframe *f);
 fg_status fg_apollo_state_check(fg_optim *o, const fg_oframe *f);

@@ -16,6 +16,16 @@
 #include "training/optim_apollo_internal.h"
 
 /* f32(lr * sqrt(bc2) / bc1) with bias correction, else lr (t: the post-increment count). */
+/* The moment scalars both of APOLLO's moment updates use (f[0..3]): beta1, 1 - beta1,
+ * beta2, 1 - beta2, the differences taken in f64 and rounded once, as Fucina does. */
+static void fg_apollo_moment_params(const fg_optim_config *c, fg_op_params *p) {
+  memset(p, 0, sizeof *p);
+  p->f[0] = c->beta1;
+  p->f[1] = (float)(1.0 - (double)c->beta1);
+  p->f[2] = c->beta2;
+  p->f[3] = (float)(1.0 - (double)c->beta2);
+}
+
 static float fg_apollo_step_size(const fg_optim_config *c, uint64_t t) {
   if (!c->correct_bias) return c->lr;
   const double bc1 = 1.0 - pow((double)c->beta1, (double)t);
@@ -54,11 +64,7 @@ static fg_status fg_apollo_main_step(fg_optim *o, size_t i, fg_stream *s) {
   if (st) return st;
   const uint64_t t = sl->step + 1;
   fg_op_params p;
-  memset(&p, 0, sizeof p);
-  p.f[0] = c->beta1;
-  p.f[1] = (float)(1.0 - (double)c->beta1);
-  p.f[2] = c->beta2;
-  p.f[3] = (float)(1.0 - (double)c->beta2);
+  fg_apollo_moment_params(c, &p);
   fg_op_args g;
   memset(&g, 0, sizeof g);
   g.n = m->len_c;
@@ -121,11 +127,7 @@ static fg_status fg_apollo_fallback_launch(fg_optim *o, uint64_t t, bool master,
   }
   if (!k) return FG_OK;
   fg_op_params p;
-  memset(&p, 0, sizeof p);
-  p.f[0] = c->beta1;
-  p.f[1] = (float)(1.0 - (double)c->beta1);
-  p.f[2] = c->beta2;
-  p.f[3] = (float)(1.0 - (double)c->beta2);
+  fg_apollo_moment_params(c, &p);
   p.f[4] = fg_apollo_step_size(c, t);
   p.f[5] = c->eps;
   p.f[6] = fg_apollo_decay_alpha(c);

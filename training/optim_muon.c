@@ -30,15 +30,6 @@ fg_status fg_muon_config_check(const fg_optim_config *c) {
   return s ? fg_fail_prefix(s, "muon fallback: ") : FG_OK;
 }
 
-static bool fg_muon_holds(const fg_optim *o, const fg_tensor *t, const char **name) {
-  for (size_t i = 0; i < o->n; i++)
-    if (o->slots[i].t == t) {
-      *name = o->slots[i].name;
-      return true;
-    }
-  return false;
-}
-
 /* rows = dim 0, cols = the product of the rest, as Fucina views every parameter. */
 static void fg_muon_dims(const fg_tensor *t, size_t *rows, size_t *cols) {
   *rows = (size_t)t->shape[0];
@@ -48,12 +39,12 @@ static void fg_muon_dims(const fg_tensor *t, size_t *rows, size_t *cols) {
 fg_status fg_muon_route(fg_optim *o, fg_tensor *t, const char *name, bool to_fallback, bool *done) {
   *done = false;
   const char *shown = name ? name : "(unnamed)", *other = NULL;
-  if (fg_muon_holds(o->fallback, t, &other))
+  if ((other = fg_optim_holds(o->fallback, t)))
     return fg_fail(FG_ERR_DUPLICATE, "muon: parameter '%s' is already registered with the fallback as '%s'", shown, other);
   fg_status s = fg_optim_reserve(o, o->n + o->fallback->n + 1);
   if (s) return s;
   if (to_fallback || t->ndim < 2) {
-    if (fg_muon_holds(o, t, &other))
+    if ((other = fg_optim_holds(o, t)))
       return fg_fail(FG_ERR_DUPLICATE, "muon: parameter '%s' is already registered as '%s'", shown, other);
     *done = true;
     return fg_optim_add(o->fallback, t, name);
@@ -71,17 +62,6 @@ fg_status fg_muon_route(fg_optim *o, fg_tensor *t, const char *name, bool to_fal
   o->muon_work = w;
   o->muon_work_bytes = need;
   return FG_OK;
-}
-
-size_t fg_muon_collect_fallback(fg_optim *o) {
-  fg_optim *f = o->fallback;
-  const size_t k = fg_optim_collect_grads(f);
-  if (!k) return 0;
-  memcpy(o->grads, f->grads, k * sizeof *o->grads);
-  memcpy(o->grad_dtypes, f->grad_dtypes, k * sizeof *o->grad_dtypes);
-  memcpy(o->grad_ns, f->grad_ns, k * sizeof *o->grad_ns);
-  memcpy(o->args, f->args, k * sizeof *o->args);
-  return k;
 }
 
 static float fg_muon_lr_eff(const fg_optim_config *c, size_t rows, size_t cols) {

@@ -16,9 +16,6 @@ fg_optim_config fg_muon_fallback_config(const fg_optim_config *c);
  * otherwise makes room for one more Muon slot (workspace, argument arrays). Changes nothing
  * visible on failure. */
 fg_status fg_muon_route(fg_optim *o, fg_tensor *t, const char *name, bool to_fallback, bool *done);
-/* Puts the fallback's gradients first in o->grads / o->args (Fucina's Muon sums its
- * fallback's squared norm first); returns their count. */
-size_t fg_muon_collect_fallback(fg_optim *o);
 /* Fucina's Muon.step: the Muon slots (momentum, Newton-Schulz, update), then the fallback. */
 fg_status fg_muon_step(fg_optim *o, fg_stream *s);
 

@@ -24,7 +24,7 @@ void write_inputs(const fgt::OptimCase &oc, const std::string &p, const std::str
   for (size_t j = 0; j < 2; j++) {
     const auto &sh = fgt::optim_shapes()[j];
     const size_t n = j == 0 ? 7 : 20;
-    std::vector<float> v = fgt::optim_stream(100 + j, n, 2.0f);
+    std::vector<float> v = fgt::golden_stream(100 + j, n, 2.0f);
     std::vector<uint8_t> b(n * (pd == FG_F32 ? 4 : 2));
     for (size_t i = 0; i < n; i++) {
       if (pd == FG_F32) {
@@ -45,7 +45,7 @@ void write_inputs(const fgt::OptimCase &oc, const std::string &p, const std::str
     for (size_t j = 0; j < 2; j++) {
       if (j == 1 && std::find(oc.skip.begin(), oc.skip.end(), k) != oc.skip.end()) continue;
       names.push_back("p" + std::to_string(j) + "@" + std::to_string(k));
-      gv.push_back(fgt::optim_stream(1000 * (j + 1) + (uint64_t)k, j == 0 ? 7 : 20, 2.0f));
+      gv.push_back(fgt::golden_stream(1000 * (j + 1) + (uint64_t)k, j == 0 ? 7 : 20, 2.0f));
     }
   for (size_t i = 0; i < gv.size(); i++) {
     const bool p0 = names[i][1] == '0';
@@ -136,7 +136,7 @@ TEST(OptimCli, SetWithClipAndScheduleEqualsTheLibrary) {
     const auto &sh = fgt::optim_shapes()[j];
     fg_tensor *t = nullptr;
     ASSERT_EQ(FG_OK, fg_tensor_create(cpu, nullptr, FG_F32, (int)sh.size(), sh.data(), &t));
-    std::vector<float> v = fgt::optim_stream(100 + j, t->numel, 2.0f);
+    std::vector<float> v = fgt::golden_stream(100 + j, t->numel, 2.0f);
     ASSERT_EQ(FG_OK, fg_tensor_upload(t, v.data(), t->nbytes, nullptr));
     ASSERT_EQ(FG_OK, fg_optim_add(j == 0 ? a : b, t, nullptr));
     ts.push_back(t);
@@ -154,7 +154,7 @@ TEST(OptimCli, SetWithClipAndScheduleEqualsTheLibrary) {
         continue;
       }
       ASSERT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = fgt::optim_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+      std::vector<float> g = fgt::golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
       std::memcpy(t->grad, g.data(), t->nbytes);
     }
     // The schedule is keyed by the recorded step (gradient index 3 + s, 0-based 2 + s).

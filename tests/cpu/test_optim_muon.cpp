@@ -188,7 +188,7 @@ TEST(OptimMuon, KellerReferenceWithinTolerance) {
       for (size_t j = 0; j < shapes.size(); j++) {
         fg_tensor *t = nullptr;
         ASSERT_EQ(FG_OK, fg_tensor_create(dev, nullptr, FG_F32, (int)shapes[j].size(), shapes[j].data(), &t));
-        const std::vector<float> v = muon_stream(100 + j, t->numel, 2.0f);
+        const std::vector<float> v = golden_stream(100 + j, t->numel, 2.0f);
         ASSERT_EQ(FG_OK, fg_tensor_upload(t, v.data(), v.size() * 4, nullptr));
         ASSERT_EQ(FG_OK, fg_optim_add(o, t, nullptr));
         ASSERT_EQ(FG_OK, fg_tensor_grad_alloc(t));
@@ -196,7 +196,7 @@ TEST(OptimMuon, KellerReferenceWithinTolerance) {
       }
       for (int k = 1; k <= r.steps; k++) {
         for (size_t j = 0; j < ps.size(); j++) {
-          const std::vector<float> g = muon_stream(1000 * (j + 1) + (uint64_t)k, ps[j]->numel, 2.0f);
+          const std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, ps[j]->numel, 2.0f);
           ASSERT_EQ(FG_OK, fg_device_copy(dev, ps[j]->grad, g.data(), g.size() * 4, FG_COPY_H2D));
         }
         ASSERT_EQ(FG_OK, fg_optim_step(o, nullptr));
@@ -261,7 +261,7 @@ TEST(OptimMuon, NewtonSchulzMatchesDoubleReference) {
   for (fg_gemm_mode mode : {FG_GEMM_FAST, FG_GEMM_EXACT}) {
     for (const auto &d : dims) {
       const size_t rows = d[0], cols = d[1], n = rows * cols;
-      std::vector<float> u = muon_stream(77 + rows * 1000 + cols, n, 2.0f), o(n, -1.0f);
+      std::vector<float> u = golden_stream(77 + rows * 1000 + cols, n, 2.0f), o(n, -1.0f);
       const std::vector<double> want = ns5_ref(u, rows, cols, 5);
       float *du = nullptr;
       ASSERT_EQ(FG_OK, fg_device_alloc(dev, n * 4, (void **)&du));
@@ -412,7 +412,7 @@ TEST(OptimMuon, SaveStateIsFucinasBytes) {
         EXPECT_EQ(want, got) << "after step " << k;
       } else {
         EXPECT_EQ(third ? mc.state3_len : mc.state_end_len, got.size());
-        EXPECT_EQ(third ? mc.state3_fnv : mc.state_end_fnv, muon_fnv(got.data(), got.size()));
+        EXPECT_EQ(third ? mc.state3_fnv : mc.state_end_fnv, golden_fnv(got.data(), got.size()));
       }
     }
   }

@@ -69,7 +69,7 @@ TEST(CudaOptimMuon, NewtonSchulzOnAStreamMatchesCpu) {
   const size_t dims[][2] = {{300, 130}, {64, 257}, {1, 1000}};
   for (const auto &d : dims) {
     const size_t rows = d[0], cols = d[1], n = rows * cols;
-    const std::vector<float> u = muon_stream(9 + rows, n, 3.0f);
+    const std::vector<float> u = golden_stream(9 + rows, n, 3.0f);
     std::vector<float> oc(n), og(n);
     ASSERT_EQ(FG_OK, fg_newton_schulz5(cpu, FG_GEMM_EXACT, u.data(), rows, cols, 5, oc.data(), nullptr, 0, nullptr));
     float *du = nullptr;

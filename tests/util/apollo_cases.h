@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -16,6 +15,7 @@
 #include "forgia/forgia.h"
 #include "forgia/optim.h"
 #include "forgia/rng.h"
+#include "golden_reader.h"
 #include "testutil.h"
 #include "training/optim_apollo_internal.h"
 
@@ -38,31 +38,18 @@ struct ApolloCase {
   std::map<int, uint64_t> state_fnv;
 };
 
-inline uint64_t apollo_fnv(const void *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
-  return h;
-}
-
 // golden: fucina_apollo.txt, or torch_apollo.txt (the reference's trajectories, the same
 // format without state lines; generator tests/data/torch_gen/gen_apollo.py).
 inline std::vector<ApolloCase> apollo_cases(const char *golden = "fucina_apollo.txt") {
-  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/" + golden);
   std::vector<ApolloCase> out;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ss(line);
-    std::string tag;
-    ss >> tag;
+  golden_lines(golden, [&](const std::string &tag, std::istream &ss, const std::string &line) {
     if (tag == "case") {
       ApolloCase ac;
       ac.line = line;
-      std::string kind, kv;
+      std::string kind;
       ss >> kind;
       ac.c = fg_optim_defaults(kind == "mini" ? FG_OPTIM_APOLLO_MINI : FG_OPTIM_APOLLO);
-      while (ss >> kv) {
-        const size_t eq = kv.find('=');
-        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      golden_fields(ss, [&](const std::string &k, const std::string &v) {
         if (k == "rank") ac.c.rank = std::stoull(v);
         if (k == "gap") ac.c.update_proj_gap = std::stoull(v);
         if (k == "lr") ac.c.lr = std::stof(v);
@@ -82,7 +69,7 @@ inline std::vector<ApolloCase> apollo_cases(const char *golden = "fucina_apollo.
         if (k == "fb2d") ac.fb2d = v == "1";
         if (k == "big") ac.big = v == "1";
         if (k == "p16") ac.p16 = v == "bf16" ? FG_BF16 : v == "f16" ? FG_F16 : FG_F32;
-      }
+      });
       out.push_back(ac);
     } else if (tag == "step") {
       out.back().want.emplace_back();
@@ -93,11 +80,9 @@ inline std::vector<ApolloCase> apollo_cases(const char *golden = "fucina_apollo.
       ss >> k >> hex;
       if (hex.rfind("fnv=", 0) == 0) {
         out.back().state_fnv[k] = std::stoull(hex.substr(4), nullptr, 16);
-        continue;
+        return;
       }
-      std::vector<uint8_t> b(hex.size() / 2);
-      for (size_t i = 0; i < b.size(); i++) b[i] = (uint8_t)std::stoul(hex.substr(2 * i, 2), nullptr, 16);
-      out.back().state[k] = b;
+      out.back().state[k] = golden_hex_bytes(hex);
     } else if (!tag.empty() && tag[0] != '#') {
       std::vector<uint32_t> b;
       std::string h;
@@ -110,14 +95,8 @@ inline std::vector<ApolloCase> apollo_cases(const char *golden = "fucina_apollo.
       }
       if (!out.back().want_fnv.back().count(tag)) out.back().want.back()[tag] = b;
     }
-  }
+  });
   return out;
-}
-
-inline std::vector<float> apollo_stream(uint64_t seed, size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = ((float)(fg_rng_at(seed, i) >> 40) * 0x1p-24f - 0.5f) * scale;
-  return v;
 }
 
 // The generator's parameters: tall [6,4] "tall", wide [3,7] (param1), [5] (fallback param0),
@@ -136,7 +115,8 @@ struct ApolloRig {
     for (size_t j = 0; j < (c.fb2d ? 4u : 3u); j++) {
       fg_tensor *t = nullptr;
       EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, c.p16, (int)shapes[j].size(), shapes[j].data(), &t));
-      upload(t, apollo_stream(100 + j, t->numel, 2.0f));
+      const std::vector<uint8_t> host = golden_narrow(golden_stream(100 + j, t->numel, 2.0f), t->dtype);
+      EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
       ts.push_back(t);
     }
     EXPECT_EQ(FG_OK, fg_optim_add(o, ts[0], "tall")) << fg_last_error();
@@ -151,19 +131,6 @@ struct ApolloRig {
     for (fg_tensor *t : ts) fg_tensor_free(t);
   }
 
-  void upload(fg_tensor *t, const std::vector<float> &v) {
-    std::vector<uint8_t> host(t->nbytes);
-    for (size_t i = 0; i < v.size(); i++) {
-      if (t->dtype == FG_F32) {
-        std::memcpy(&host[i * 4], &v[i], 4);
-      } else {
-        uint16_t h = t->dtype == FG_F16 ? fg_f32_to_f16(v[i]) : fg_f32_to_bf16(v[i]);
-        std::memcpy(&host[i * 2], &h, 2);
-      }
-    }
-    EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
-  }
-
   // Step k's gradients (the wide parameter has none at the case's skip step), clip, step.
   void step(int k) {
     for (size_t j = 0; j < ts.size(); j++) {
@@ -174,7 +141,7 @@ struct ApolloRig {
         continue;
       }
       EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = apollo_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
       EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
     }
     if (ac->clip > 0) {
@@ -239,7 +206,7 @@ struct ApolloRig {
     for (const auto &kv : want_fnv) {
       auto it = got.find(kv.first);
       ASSERT_NE(it, got.end()) << kv.first;
-      EXPECT_EQ(kv.second, apollo_fnv(it->second.data(), it->second.size() * 4)) << "step " << k << " " << kv.first;
+      EXPECT_EQ(kv.second, golden_fnv(it->second.data(), it->second.size() * 4)) << "step " << k << " " << kv.first;
     }
   }
 
@@ -252,7 +219,7 @@ struct ApolloRig {
     auto h = ac->state_fnv.find(k);
     if (h != ac->state_fnv.end()) {
       const auto b = save();
-      EXPECT_EQ(h->second, apollo_fnv(b.data(), b.size())) << "state after step " << k;
+      EXPECT_EQ(h->second, golden_fnv(b.data(), b.size())) << "state after step " << k;
     }
   }
 
@@ -287,16 +254,7 @@ inline std::vector<uint8_t> apollo_run_big(const char *spec, fg_optim_kind kind,
     fg_tensor *t = nullptr;
     EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, j == 2 ? FG_BF16 : FG_F32, (int)shapes[j].size(),
                                       shapes[j].data(), &t));
-    std::vector<float> v = gaussian(t->numel, 7 + j, 0.5f);
-    std::vector<uint8_t> host(t->nbytes);
-    for (size_t i = 0; i < v.size(); i++) {
-      if (t->dtype == FG_F32) {
-        std::memcpy(&host[i * 4], &v[i], 4);
-      } else {
-        const uint16_t h = fg_f32_to_bf16(v[i]);
-        std::memcpy(&host[i * 2], &h, 2);
-      }
-    }
+    const std::vector<uint8_t> host = golden_narrow(gaussian(t->numel, 7 + j, 0.5f), t->dtype);
     EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
     EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
     EXPECT_EQ(FG_OK, fg_optim_add(o, t, nullptr)) << fg_last_error();

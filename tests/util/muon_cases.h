@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "forgia/gemm.h"
 #include "forgia/optim.h"
 #include "forgia/rng.h"
+#include "golden_reader.h"
 #include "testutil.h"
 #include "training/optim_internal.h"
 
@@ -49,44 +49,16 @@ inline std::vector<std::vector<uint64_t>> muon_shapes(bool big) {
   return {{big ? 300u : 6u, big ? 130u : 4u}, {3, 5}, {2, 3, 4}, {5}, {4, 3}};
 }
 
-inline uint64_t muon_fnv(const void *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= ((const uint8_t *)p)[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-inline std::vector<float> muon_stream(uint64_t seed, size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = ((float)(fg_rng_at(seed, i) >> 40) * 0x1p-24f - 0.5f) * scale;
-  return v;
-}
-
-inline std::vector<uint8_t> muon_hex(const std::string &h) {
-  std::vector<uint8_t> b(h.size() / 2);
-  for (size_t i = 0; i < b.size(); i++) b[i] = (uint8_t)std::stoul(h.substr(2 * i, 2), nullptr, 16);
-  return b;
-}
-
 inline std::vector<MuonCase> muon_cases() {
-  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/fucina_muon.txt");
   std::vector<MuonCase> out;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ss(line);
-    std::string tag;
-    ss >> tag;
+  golden_lines("fucina_muon.txt", [&](const std::string &tag, std::istream &ss, const std::string &line) {
     if (tag == "case") {
       MuonCase mc;
       mc.line = line;
       mc.c = fg_optim_defaults(FG_OPTIM_MUON);
-      std::string kind, kv;
+      std::string kind;
       ss >> kind;
-      while (ss >> kv) {
-        const size_t eq = kv.find('=');
-        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      golden_fields(ss, [&](const std::string &k, const std::string &v) {
         if (k == "lr") mc.c.lr = std::stof(v);
         if (k == "momentum") mc.c.momentum = std::stof(v);
         if (k == "weight_decay") mc.c.weight_decay = std::stof(v);
@@ -102,7 +74,7 @@ inline std::vector<MuonCase> muon_cases() {
         if (k == "skip") mc.skip = std::stoi(v);
         if (k == "big") mc.big = v == "1";
         if (k == "p16") mc.p16 = v == "bfloat16" ? FG_BF16 : v == "float16" ? FG_F16 : FG_F32;
-      }
+      });
       out.push_back(mc);
     } else if (!out.empty() && tag.size() > 1 && tag[0] == 's' && tag.compare(0, 5, "state") != 0) {
       MuonCase &mc = out.back();
@@ -131,25 +103,11 @@ inline std::vector<MuonCase> muon_cases() {
       while (ss >> h) {
         if (h.compare(0, 4, "len=") == 0) (third ? mc.state3_len : mc.state_end_len) = std::stoul(h.substr(4));
         else if (h.compare(0, 4, "fnv=") == 0) (third ? mc.state3_fnv : mc.state_end_fnv) = std::stoull(h.substr(4), nullptr, 16);
-        else (third ? mc.state3 : mc.state_end) = muon_hex(h);
+        else (third ? mc.state3 : mc.state_end) = golden_hex_bytes(h);
       }
     }
-  }
+  });
   return out;
-}
-
-// Host bytes of values in dtype d (f32, f16 RNE, bf16 by Fucina's rule).
-inline std::vector<uint8_t> muon_narrow(const std::vector<float> &v, fg_dtype d) {
-  std::vector<uint8_t> b(v.size() * (d == FG_F32 ? 4 : 2));
-  for (size_t i = 0; i < v.size(); i++) {
-    if (d == FG_F32) {
-      std::memcpy(&b[i * 4], &v[i], 4);
-    } else {
-      const uint16_t h = d == FG_F16 ? fg_f32_to_f16(v[i]) : fg_f32_to_bf16(v[i]);
-      std::memcpy(&b[i * 2], &h, 2);
-    }
-  }
-  return b;
 }
 
 // The generator's run of mc with forgia on dev (the device's GEMM mode as set by the caller).
@@ -166,7 +124,7 @@ struct MuonRun {
     for (size_t j = 0; j < shapes.size(); j++) {
       fg_tensor *t = nullptr;
       EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, mc.p16, (int)shapes[j].size(), shapes[j].data(), &t));
-      std::vector<uint8_t> host = j < init.size() ? init[j] : muon_narrow(muon_stream(100 + j, t->numel, 2.0f), mc.p16);
+      std::vector<uint8_t> host = j < init.size() ? init[j] : golden_narrow(golden_stream(100 + j, t->numel, 2.0f), mc.p16);
       EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
       if (j == 4) {
         EXPECT_EQ(FG_OK, fg_optim_add_fallback(opt, t, kMuonNames[j])) << fg_last_error();
@@ -190,7 +148,7 @@ struct MuonRun {
         continue;
       }
       EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = muon_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
       EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
     }
     if (mc.clip > 0) {
@@ -238,14 +196,14 @@ struct MuonRun {
       const MuonSnap &w = mc.want[(size_t)k - 1][j];
       const std::vector<uint32_t> got = f32(j);
       if (w.fnv) {
-        EXPECT_EQ(w.fnv, muon_fnv(got.data(), got.size() * 4)) << mc.line << " step " << k << " " << kMuonNames[j];
+        EXPECT_EQ(w.fnv, golden_fnv(got.data(), got.size() * 4)) << mc.line << " step " << k << " " << kMuonNames[j];
       } else {
         EXPECT_EQ(w.f32, got) << mc.line << " step " << k << " " << kMuonNames[j];
       }
       if (mc.p16 == FG_F32) continue;
       const std::vector<uint8_t> b = bytes(j);
       if (w.fnv16) {
-        EXPECT_EQ(w.fnv16, muon_fnv(b.data(), b.size())) << mc.line << " step " << k << " " << kMuonNames[j] << "_16";
+        EXPECT_EQ(w.fnv16, golden_fnv(b.data(), b.size())) << mc.line << " step " << k << " " << kMuonNames[j] << "_16";
       } else {
         std::vector<uint16_t> h(b.size() / 2);
         std::memcpy(h.data(), b.data(), b.size());

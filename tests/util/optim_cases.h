@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "forgia/forgia.h"
 #include "forgia/optim.h"
 #include "forgia/rng.h"
+#include "golden_reader.h"
 #include "testutil.h"
 #include "training/optim_internal.h"
 
@@ -39,30 +39,16 @@ inline const std::vector<std::vector<uint64_t>> &optim_shapes() {
   return s;
 }
 
-// Value i of stream seed, as the generator builds it (integer-exact).
-inline std::vector<float> optim_stream(uint64_t seed, size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = ((float)(fg_rng_at(seed, i) >> 40) * 0x1p-24f - 0.5f) * scale;
-  return v;
-}
-
 inline std::vector<OptimCase> optim_cases(const char *golden = "torch_optim.txt") {
-  std::ifstream f(std::string(FORGIA_TEST_DATA) + "/golden/" + golden);
   std::vector<OptimCase> out;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ss(line);
-    std::string tag;
-    ss >> tag;
+  golden_lines(golden, [&](const std::string &tag, std::istream &ss, const std::string &line) {
     if (tag == "case") {
       OptimCase oc;
       oc.line = line;
-      std::string kind, kv;
+      std::string kind;
       ss >> kind;
       oc.c = fg_optim_defaults(kind == "sgd" ? FG_OPTIM_SGD : kind == "adam" ? FG_OPTIM_ADAM : FG_OPTIM_ADAMW);
-      while (ss >> kv) {
-        const size_t eq = kv.find('=');
-        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      golden_fields(ss, [&](const std::string &k, const std::string &v) {
         if (k == "lr") oc.c.lr = std::stof(v);
         if (k == "momentum") oc.c.momentum = std::stof(v);
         if (k == "dampening") oc.c.dampening = std::stof(v);
@@ -83,20 +69,14 @@ inline std::vector<OptimCase> optim_cases(const char *golden = "torch_optim.txt"
           oc.c.state_dtype = FG_BF16;
           if (oc.c.kind != FG_OPTIM_SGD) oc.c.second_moment_dtype = FG_BF16;
         }
-      }
+      });
       out.push_back(oc);
     } else if (!out.empty() && (tag == "p0" || tag == "p1")) {
-      std::vector<uint32_t> b;
-      std::string h;
-      while (ss >> h) b.push_back((uint32_t)std::stoul(h, nullptr, 16));
-      out.back().want.push_back(b);
+      out.back().want.push_back(golden_hex_words<uint32_t>(ss));
     } else if (!out.empty() && (tag == "p0_16" || tag == "p1_16")) {
-      std::vector<uint16_t> b;
-      std::string h;
-      while (ss >> h) b.push_back((uint16_t)std::stoul(h, nullptr, 16));
-      out.back().want16.push_back(b);
+      out.back().want16.push_back(golden_hex_words<uint16_t>(ss));
     }
-  }
+  });
   return out;
 }
 
@@ -106,7 +86,6 @@ inline std::vector<OptimCase> optim_cases(const char *golden = "torch_optim.txt"
 inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const OptimCase &oc, std::vector<uint64_t> *counts = nullptr,
                                                      std::vector<std::vector<uint32_t>> *masters = nullptr) {
   const fg_dtype pd = oc.p16;
-  const size_t esz = pd == FG_F32 ? 4 : 2;
   std::vector<fg_tensor *> ps;
   fg_optim *opt = nullptr;
   EXPECT_EQ(FG_OK, fg_optim_create(dev, &oc.c, &opt)) << fg_last_error();
@@ -114,16 +93,7 @@ inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const Opti
     const auto &sh = optim_shapes()[j];
     fg_tensor *t = nullptr;
     EXPECT_EQ(FG_OK, fg_tensor_create(dev, nullptr, pd, (int)sh.size(), sh.data(), &t));
-    std::vector<float> v = optim_stream(100 + j, t->numel, 2.0f);
-    std::vector<uint8_t> host(t->numel * esz);
-    for (size_t i = 0; i < t->numel; i++) {
-      if (pd == FG_F32) {
-        std::memcpy(&host[i * 4], &v[i], 4);
-      } else {
-        uint16_t h = pd == FG_F16 ? fg_f32_to_f16(v[i]) : fg_f32_to_bf16(v[i]);
-        std::memcpy(&host[i * 2], &h, 2);
-      }
-    }
+    const std::vector<uint8_t> host = golden_narrow(golden_stream(100 + j, t->numel, 2.0f), pd);
     EXPECT_EQ(FG_OK, fg_tensor_upload(t, host.data(), host.size(), nullptr));
     EXPECT_EQ(FG_OK, fg_optim_add(opt, t, nullptr)) << fg_last_error();
     ps.push_back(t);
@@ -138,7 +108,7 @@ inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const Opti
         continue;
       }
       EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = optim_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
       EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
     }
     if (oc.clip > 0) {

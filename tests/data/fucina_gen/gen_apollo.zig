@@ -23,6 +23,9 @@ const fucina = @import("fucina");
 const optim = fucina.optim;
 const Tensor = fucina.Tensor;
 const Ctx = fucina.ExecContext;
+const common = @import("common.zig");
+const P16 = common.P16;
+const stream = common.stream;
 
 const cases = [_][]const u8{
     "apollo rank=2 gap=3 steps=8",
@@ -39,8 +42,6 @@ const cases = [_][]const u8{
     "mini gap=2 steps=4 big=1 scale_type=channel",
 };
 
-const P16 = enum { none, bf16, f16 };
-
 const Case = struct {
     cfg: optim.ApolloConfig,
     steps: u32 = 0,
@@ -52,13 +53,11 @@ const Case = struct {
 };
 
 fn parse(line: []const u8) !Case {
-    var it = std.mem.tokenizeScalar(u8, line, ' ');
-    const kind = it.next().?;
-    var c = Case{ .cfg = if (std.mem.eql(u8, kind, "mini")) optim.ApolloConfig.mini() else .{} };
-    while (it.next()) |kv| {
-        const eq = std.mem.indexOfScalar(u8, kv, '=').?;
-        const k = kv[0..eq];
-        const v = kv[eq + 1 ..];
+    var c = Case{ .cfg = if (std.mem.eql(u8, common.kind(line), "mini")) optim.ApolloConfig.mini() else .{} };
+    var it = common.Fields.init(line);
+    while (it.next()) |f| {
+        const k = f.k;
+        const v = f.v;
         const eql = std.mem.eql;
         if (eql(u8, k, "rank")) c.cfg.rank = try std.fmt.parseInt(usize, v, 10);
         if (eql(u8, k, "gap")) c.cfg.update_proj_gap = try std.fmt.parseInt(u64, v, 10);
@@ -83,122 +82,40 @@ fn parse(line: []const u8) !Case {
     return c;
 }
 
-/// splitmix64 in counter form (forgia's fg_rng_at).
-fn at(seed: u64, i: u64) u64 {
-    var z = seed +% (i + 1) *% 0x9E3779B97F4A7C15;
-    z = (z ^ (z >> 30)) *% 0xBF58476D1CE4E5B9;
-    z = (z ^ (z >> 27)) *% 0x94D049BB133111EB;
-    return z ^ (z >> 31);
-}
-
-/// Value i of stream seed: ((at >> 40) * 2^-24 - 0.5) * scale, every operation exact in f32.
-fn stream(comptime n: usize, seed: u64, scale: f32) [n]f32 {
-    var out: [n]f32 = undefined;
-    for (&out, 0..) |*v, i| v.* = (@as(f32, @floatFromInt(at(seed, i) >> 40)) * 0x1p-24 - 0.5) * scale;
-    return out;
-}
-
-fn Types(comptime p16: P16) type {
-    return struct {
-        const V = switch (p16) {
-            .none => Tensor(.{.out}),
-            .bf16 => Tensor(.{ .dtype = .bf16, .tags = .{.out} }),
-            .f16 => Tensor(.{ .dtype = .f16, .tags = .{.out} }),
-        };
-        const M = switch (p16) {
-            .none => Tensor(.{ .out, .in }),
-            .bf16 => Tensor(.{ .dtype = .bf16, .tags = .{ .out, .in } }),
-            .f16 => Tensor(.{ .dtype = .f16, .tags = .{ .out, .in } }),
-        };
-        const Elem = switch (p16) {
-            .none => f32,
-            .bf16 => u16,
-            .f16 => f16,
-        };
-        fn narrow(comptime n: usize, v: [n]f32) [n]Elem {
-            var out: [n]Elem = undefined;
-            for (v, 0..) |x, i| out[i] = switch (p16) {
-                .none => x,
-                .bf16 => fucina.f32ToBf16(x),
-                .f16 => @floatCast(x),
-            };
-            return out;
-        }
-    };
-}
-
-const V32 = Tensor(.{.out});
-const M32 = Tensor(.{ .out, .in });
-
-/// Gradient c for w: backward of sum(w * c), a 16-bit w widened first (its gradient is f32).
-fn grad(ctx: *Ctx, w: anytype, comptime p16: P16, comptime C: type, shape: anytype, c_values: []const f32) !void {
-    var c = try C.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    if (p16 == .none) {
-        var prod = try w.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    } else {
-        var wide = try w.to(ctx, .f32);
-        defer wide.deinit();
-        var prod = try wide.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    }
-}
-
-/// FNV-1a-64 over bytes.
-fn fnv(bytes: []const u8) u64 {
-    var h: u64 = 0xcbf29ce484222325;
-    for (bytes) |b| h = (h ^ b) *% 0x100000001b3;
-    return h;
-}
-
 fn printSlots(slots: anytype, tag: []const u8, out: *std.Io.Writer) !void {
     for (slots, 0..) |*slot, j| {
         const p = &slot.param;
         try out.print("{s}{d}", .{ tag, j });
-        const f: []const f32 = switch (p.value) {
-            .f32 => |*t| t.dataConst(),
-            else => p.master,
-        };
+        const f = common.paramF32(p);
         if (f.len > 64) {
-            try out.print(" fnv={x:0>16}\n", .{fnv(std.mem.sliceAsBytes(f))});
+            try common.writeFnv(out, std.mem.sliceAsBytes(f));
+            try out.writeAll("\n");
             continue;
         }
-        for (f) |x| try out.print(" {x:0>8}", .{@as(u32, @bitCast(x))});
+        try common.writeF32Bits(out, f);
         try out.writeAll("\n");
-        const bytes: []const u8 = switch (p.value) {
-            .f32 => continue,
-            .f16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-            .bf16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-        };
+        const bytes = common.param16(p) orelse continue;
         try out.print("{s}{d}_16", .{ tag, j });
-        var i: usize = 0;
-        while (i < bytes.len) : (i += 2) try out.print(" {x:0>4}", .{std.mem.readInt(u16, bytes[i..][0..2], .little)});
+        try common.writeU16Bits(out, bytes);
         try out.writeAll("\n");
     }
 }
 
 fn printState(opt: *optim.Apollo, a: std.mem.Allocator, k: u32, out: *std.Io.Writer) !void {
-    var aw: std.Io.Writer.Allocating = .init(a);
-    defer aw.deinit();
-    try opt.saveState(&aw.writer);
-    if (aw.written().len > 4096) {
-        try out.print("state {d} fnv={x:0>16}\n", .{ k, fnv(aw.written()) });
-        return;
+    const bytes = try common.savedState(a, opt);
+    defer a.free(bytes);
+    if (bytes.len > 4096) {
+        try out.print("state {d}", .{k});
+        try common.writeFnv(out, bytes);
+    } else {
+        try out.print("state {d} ", .{k});
+        try common.writeHexBytes(out, bytes);
     }
-    try out.print("state {d} ", .{k});
-    for (aw.written()) |b| try out.print("{x:0>2}", .{b});
     try out.writeAll("\n");
 }
 
 fn run(comptime p16: P16, comptime r0: usize, comptime c0: usize, comptime r1: usize, comptime c1: usize, ctx: *Ctx, a: std.mem.Allocator, c: *const Case, out: *std.Io.Writer) !void {
-    const T = Types(p16);
+    const T = common.Types(p16);
     var opt = optim.Apollo.init(a, c.cfg);
     defer opt.deinit();
     const n0 = r0 * c0;
@@ -217,10 +134,10 @@ fn run(comptime p16: P16, comptime r0: usize, comptime c0: usize, comptime r1: u
     if (c.fb2d) try opt.addFallbackParamNamed(&w3, "head");
     var k: u32 = 1;
     while (k <= c.steps) : (k += 1) {
-        try grad(ctx, &w0, p16, M32, .{ r0, c0 }, &stream(n0, 1000 + @as(u64, k), 2.0));
-        if (k != c.skip) try grad(ctx, &w1, p16, M32, .{ r1, c1 }, &stream(n1, 2000 + @as(u64, k), 2.0));
-        try grad(ctx, &w2, p16, V32, .{5}, &stream(5, 3000 + @as(u64, k), 2.0));
-        if (c.fb2d) try grad(ctx, &w3, p16, M32, .{ 2, 3 }, &stream(6, 4000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &w0, p16, common.M32, .{ r0, c0 }, &stream(n0, 1000 + @as(u64, k), 2.0));
+        if (k != c.skip) try common.grad(ctx, &w1, p16, common.M32, .{ r1, c1 }, &stream(n1, 2000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &w2, p16, common.V32, .{5}, &stream(5, 3000 + @as(u64, k), 2.0));
+        if (c.fb2d) try common.grad(ctx, &w3, p16, common.M32, .{ 2, 3 }, &stream(6, 4000 + @as(u64, k), 2.0));
         if (c.clip > 0) _ = try opt.clipGradNorm(ctx, c.clip);
         try opt.step(ctx);
         opt.zeroGrad();

@@ -10,52 +10,23 @@ const fucina = @import("fucina");
 const optim = fucina.optim;
 const Tensor = fucina.Tensor;
 const Ctx = fucina.ExecContext;
+const common = @import("common.zig");
+const w6 = common.w6;
+const g6 = common.g6;
+const w12 = common.w12;
+const g12 = common.g12;
+const b3 = common.b3;
+const gb3 = common.gb3;
 
-const M = Tensor(.{ .out, .in });
-const V = Tensor(.{.out});
+const M = common.M32;
+const V = common.V32;
 const M16 = Tensor(.{ .dtype = .bf16, .tags = .{ .out, .in } });
 const V16 = Tensor(.{ .dtype = .bf16, .tags = .{.out} });
 const MH = Tensor(.{ .dtype = .f16, .tags = .{ .out, .in } });
 
-/// Gradient c for an f32 variable: backward of sum(w * c).
-fn grad32(ctx: *Ctx, w: anytype, comptime T: type, shape: anytype, c_values: []const f32) !void {
-    var c = try T.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    var prod = try w.mul(ctx, &c);
-    defer prod.deinit();
-    var loss = try prod.sumAll(ctx);
-    defer loss.deinit();
-    try loss.backward(ctx);
-}
-
-/// The same for a 16-bit variable, widened first (its gradient is f32).
-fn grad16(ctx: *Ctx, w: anytype, comptime T: type, shape: anytype, c_values: []const f32) !void {
-    var c = try T.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    var wide = try w.to(ctx, .f32);
-    defer wide.deinit();
-    var prod = try wide.mul(ctx, &c);
-    defer prod.deinit();
-    var loss = try prod.sumAll(ctx);
-    defer loss.deinit();
-    try loss.backward(ctx);
-}
-
-fn bf16s(comptime n: usize, values: [n]f32) [n]u16 {
-    var out: [n]u16 = undefined;
-    for (values, 0..) |v, i| out[i] = fucina.f32ToBf16(v);
-    return out;
-}
-
-const w6 = [_]f32{ 1.0, -2.0, 0.5, 3.0, -0.25, 1.5 };
-const g6 = [_][6]f32{ .{ 0.5, -1.0, 2.0, 0.25, -0.75, 1.25 }, .{ -0.3, 0.8, -1.2, 0.6, 0.1, -0.9 } };
-const w12 = [_]f32{ 0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8, 0.9, -1.0, 1.1, -1.2 };
-const g12 = [_][12]f32{
-    .{ 0.5, -0.25, 0.125, 1.0, -1.5, 0.75, 0.3, -0.6, 0.9, -1.2, 0.2, 0.4 },
-    .{ -0.1, 0.2, -0.3, 0.4, -0.5, 0.6, -0.7, 0.8, -0.9, 1.0, -1.1, 1.2 },
-};
-const b3 = [_]f32{ 0.25, -0.75, 0.5 };
-const gb3 = [_][3]f32{ .{ 0.5, -1.0, 0.25 }, .{ -0.125, 0.375, 2.0 } };
+const grad32 = common.grad32;
+const grad16 = common.grad16;
+const bf16s = common.Types(.bf16).narrow;
 
 /// Two steps over: w [2,3] named "w" (f32), b [3] unnamed (f32), and, when `with16`, a
 /// bf16 [2,3] named "w16".

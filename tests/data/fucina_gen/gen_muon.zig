@@ -23,6 +23,9 @@ const fucina = @import("fucina");
 const optim = fucina.optim;
 const Tensor = fucina.Tensor;
 const Ctx = fucina.ExecContext;
+const common = @import("common.zig");
+const P16 = common.P16;
+const stream = common.streamAlloc;
 
 const cases = [_][]const u8{
     "muon steps=6",
@@ -36,8 +39,6 @@ const cases = [_][]const u8{
     "muon p16=float16 state=bf16 steps=6",
     "muon big=1 weight_decay=0.01 steps=4",
 };
-
-const P16 = enum { none, bf16, f16 };
 
 const Case = struct {
     lr: ?f32 = null,
@@ -59,12 +60,10 @@ const Case = struct {
 
 fn parse(line: []const u8) !Case {
     var c = Case{};
-    var it = std.mem.tokenizeScalar(u8, line, ' ');
-    _ = it.next().?;
-    while (it.next()) |kv| {
-        const eq = std.mem.indexOfScalar(u8, kv, '=').?;
-        const k = kv[0..eq];
-        const v = kv[eq + 1 ..];
+    var it = common.Fields.init(line);
+    while (it.next()) |f| {
+        const k = f.k;
+        const v = f.v;
         const eql = std.mem.eql;
         if (eql(u8, k, "lr")) c.lr = try std.fmt.parseFloat(f32, v);
         if (eql(u8, k, "momentum")) c.momentum = try std.fmt.parseFloat(f32, v);
@@ -85,151 +84,70 @@ fn parse(line: []const u8) !Case {
     return c;
 }
 
-/// splitmix64 in counter form (forgia's fg_rng_at).
-fn at(seed: u64, i: u64) u64 {
-    var z = seed +% (i + 1) *% 0x9E3779B97F4A7C15;
-    z = (z ^ (z >> 30)) *% 0xBF58476D1CE4E5B9;
-    z = (z ^ (z >> 27)) *% 0x94D049BB133111EB;
-    return z ^ (z >> 31);
-}
-
-/// Value i of stream seed: ((at >> 40) * 2^-24 - 0.5) * scale, every operation exact in f32.
-fn stream(a: std.mem.Allocator, n: usize, seed: u64, scale: f32) ![]f32 {
-    const out = try a.alloc(f32, n);
-    for (out, 0..) |*v, i| v.* = (@as(f32, @floatFromInt(at(seed, i) >> 40)) * 0x1p-24 - 0.5) * scale;
-    return out;
-}
-
-fn fnv(bytes: []const u8) u64 {
-    var h: u64 = 0xcbf29ce484222325;
-    for (bytes) |b| {
-        h ^= b;
-        h *%= 0x100000001b3;
-    }
-    return h;
-}
-
-fn Types(comptime p16: P16) type {
-    return struct {
-        const dt: fucina.DType = switch (p16) {
-            .none => .f32,
-            .bf16 => .bf16,
-            .f16 => .f16,
-        };
-        const V = Tensor(.{ .dtype = dt, .tags = .{.out} });
-        const M = Tensor(.{ .dtype = dt, .tags = .{ .out, .in } });
-        const C = Tensor(.{ .dtype = dt, .tags = .{ .out, .in, .k } });
-        const Elem = switch (p16) {
-            .none => f32,
-            .bf16 => u16,
-            .f16 => f16,
-        };
-        fn narrow(a: std.mem.Allocator, v: []const f32) ![]Elem {
-            const out = try a.alloc(Elem, v.len);
-            for (v, 0..) |x, i| out[i] = switch (p16) {
-                .none => x,
-                .bf16 => fucina.f32ToBf16(x),
-                .f16 => @floatCast(x),
-            };
-            return out;
-        }
-    };
-}
-
-/// Gradient c for w: backward of sum(w * c), a 16-bit w widened first (its gradient is f32).
-fn grad(ctx: *Ctx, w: anytype, comptime p16: P16, comptime Cty: type, shape: anytype, c_values: []const f32) !void {
-    var c = try Cty.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    if (p16 == .none) {
-        var prod = try w.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    } else {
-        var wide = try w.to(ctx, .f32);
-        defer wide.deinit();
-        var prod = try wide.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    }
-}
-
 fn printSlot(out: *std.Io.Writer, k: u32, p: anytype) !void {
     const name = p.name.?;
-    const f: []const f32 = switch (p.value) {
-        .f32 => |*t| t.dataConst(),
-        else => p.master,
-    };
+    const f = common.paramF32(p);
     try out.print("s{d} {s}", .{ k, name });
     if (f.len > 64) {
-        try out.print(" fnv={x:0>16}", .{fnv(std.mem.sliceAsBytes(f))});
+        try common.writeFnv(out, std.mem.sliceAsBytes(f));
     } else {
-        for (f) |x| try out.print(" {x:0>8}", .{@as(u32, @bitCast(x))});
+        try common.writeF32Bits(out, f);
     }
     try out.writeAll("\n");
-    const bytes: []const u8 = switch (p.value) {
-        .f32 => return,
-        .f16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-        .bf16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-    };
+    const bytes = common.param16(p) orelse return;
     try out.print("s{d} {s}_16", .{ k, name });
     if (bytes.len > 128) {
-        try out.print(" fnv={x:0>16}", .{fnv(bytes)});
+        try common.writeFnv(out, bytes);
     } else {
-        var i: usize = 0;
-        while (i < bytes.len) : (i += 2) try out.print(" {x:0>4}", .{std.mem.readInt(u16, bytes[i..][0..2], .little)});
+        try common.writeU16Bits(out, bytes);
     }
     try out.writeAll("\n");
 }
 
 fn printState(a: std.mem.Allocator, opt: *const optim.Muon, k: u32, out: *std.Io.Writer) !void {
-    var w: std.Io.Writer.Allocating = .init(a);
-    defer w.deinit();
-    try opt.saveState(&w.writer);
-    const bytes = w.written();
+    const bytes = try common.savedState(a, opt);
+    defer a.free(bytes);
     if (bytes.len > 4096) {
-        try out.print("state{d} len={d} fnv={x:0>16}", .{ k, bytes.len, fnv(bytes) });
+        try out.print("state{d} len={d}", .{ k, bytes.len });
+        try common.writeFnv(out, bytes);
     } else {
         try out.print("state{d} ", .{k});
-        for (bytes) |b| try out.print("{x:0>2}", .{b});
+        try common.writeHexBytes(out, bytes);
     }
     try out.writeAll("\n");
 }
 
 fn run(comptime p16: P16, ctx: *Ctx, a: std.mem.Allocator, cfg: optim.MuonConfig, c: *const Case, out: *std.Io.Writer) !void {
-    const T = Types(p16);
+    const T = common.Types(p16);
     var opt = optim.Muon.init(a, cfg);
     defer opt.deinit();
     const wr: usize = if (c.big) 300 else 6;
     const wc: usize = if (c.big) 130 else 4;
-    var w = try T.M.variableFromSlice(ctx, .{ wr, wc }, try T.narrow(a, try stream(a, wr * wc, 100, 2.0)));
+    var w = try T.M.variableFromSlice(ctx, .{ wr, wc }, try T.narrowAlloc(a, try stream(a, wr * wc, 100, 2.0)));
     defer w.deinit();
-    var x = try T.M.variableFromSlice(ctx, .{ 3, 5 }, try T.narrow(a, try stream(a, 15, 101, 2.0)));
+    var x = try T.M.variableFromSlice(ctx, .{ 3, 5 }, try T.narrowAlloc(a, try stream(a, 15, 101, 2.0)));
     defer x.deinit();
-    var c3 = try T.C.variableFromSlice(ctx, .{ 2, 3, 4 }, try T.narrow(a, try stream(a, 24, 102, 2.0)));
+    var c3 = try T.C.variableFromSlice(ctx, .{ 2, 3, 4 }, try T.narrowAlloc(a, try stream(a, 24, 102, 2.0)));
     defer c3.deinit();
-    var b = try T.V.variableFromSlice(ctx, .{5}, try T.narrow(a, try stream(a, 5, 103, 2.0)));
+    var b = try T.V.variableFromSlice(ctx, .{5}, try T.narrowAlloc(a, try stream(a, 5, 103, 2.0)));
     defer b.deinit();
-    var e = try T.M.variableFromSlice(ctx, .{ 4, 3 }, try T.narrow(a, try stream(a, 12, 104, 2.0)));
+    var e = try T.M.variableFromSlice(ctx, .{ 4, 3 }, try T.narrowAlloc(a, try stream(a, 12, 104, 2.0)));
     defer e.deinit();
     try opt.addParamNamed(&w, "w");
     try opt.addParamNamed(&x, "x");
     try opt.addParamNamed(&c3, "c");
     try opt.addParamNamed(&b, "b");
     try opt.addFallbackParamNamed(&e, "e");
-    const M32 = Tensor(.{ .out, .in });
-    const C32 = Tensor(.{ .out, .in, .k });
-    const V32 = Tensor(.{.out});
+    const M32 = common.M32;
+    const C32 = common.C32;
+    const V32 = common.V32;
     var k: u32 = 1;
     while (k <= c.steps) : (k += 1) {
-        try grad(ctx, &w, p16, M32, .{ wr, wc }, try stream(a, wr * wc, 1000 + @as(u64, k), 2.0));
-        if (k != c.skip) try grad(ctx, &x, p16, M32, .{ 3, 5 }, try stream(a, 15, 2000 + @as(u64, k), 2.0));
-        try grad(ctx, &c3, p16, C32, .{ 2, 3, 4 }, try stream(a, 24, 3000 + @as(u64, k), 2.0));
-        try grad(ctx, &b, p16, V32, .{5}, try stream(a, 5, 4000 + @as(u64, k), 2.0));
-        try grad(ctx, &e, p16, M32, .{ 4, 3 }, try stream(a, 12, 5000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &w, p16, M32, .{ wr, wc }, try stream(a, wr * wc, 1000 + @as(u64, k), 2.0));
+        if (k != c.skip) try common.grad(ctx, &x, p16, M32, .{ 3, 5 }, try stream(a, 15, 2000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &c3, p16, C32, .{ 2, 3, 4 }, try stream(a, 24, 3000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &b, p16, V32, .{5}, try stream(a, 5, 4000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &e, p16, M32, .{ 4, 3 }, try stream(a, 12, 5000 + @as(u64, k), 2.0));
         if (c.clip > 0) _ = try opt.clipGradNorm(ctx, c.clip);
         try opt.step(ctx);
         opt.zeroGrad();

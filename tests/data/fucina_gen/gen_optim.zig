@@ -20,6 +20,9 @@ const fucina = @import("fucina");
 const optim = fucina.optim;
 const Tensor = fucina.Tensor;
 const Ctx = fucina.ExecContext;
+const common = @import("common.zig");
+const P16 = common.P16;
+const stream = common.stream;
 
 const cases = [_][]const u8{
     "sgd lr=0.1 steps=25 clip=0 skip=- p16=-",
@@ -34,8 +37,6 @@ const cases = [_][]const u8{
     "adam lr=0.01 weight_decay=0.1 steps=25 clip=0 skip=- p16=float16",
     "sgd lr=0.05 momentum=0.9 nesterov=1 weight_decay=0.01 steps=25 clip=0 skip=- p16=bfloat16",
 };
-
-const P16 = enum { none, bf16, f16 };
 
 const Case = struct {
     kind: []const u8 = "",
@@ -61,13 +62,11 @@ const Case = struct {
 };
 
 fn parse(line: []const u8) !Case {
-    var c = Case{};
-    var it = std.mem.tokenizeScalar(u8, line, ' ');
-    c.kind = it.next().?;
-    while (it.next()) |kv| {
-        const eq = std.mem.indexOfScalar(u8, kv, '=').?;
-        const k = kv[0..eq];
-        const v = kv[eq + 1 ..];
+    var c = Case{ .kind = common.kind(line) };
+    var it = common.Fields.init(line);
+    while (it.next()) |f| {
+        const k = f.k;
+        const v = f.v;
         const eql = std.mem.eql;
         if (eql(u8, k, "lr")) c.lr = try std.fmt.parseFloat(f32, v);
         if (eql(u8, k, "momentum")) c.momentum = try std.fmt.parseFloat(f32, v);
@@ -91,98 +90,21 @@ fn parse(line: []const u8) !Case {
     return c;
 }
 
-/// splitmix64 in counter form (forgia's fg_rng_at, the torch generator's at()).
-fn at(seed: u64, i: u64) u64 {
-    var z = seed +% (i + 1) *% 0x9E3779B97F4A7C15;
-    z = (z ^ (z >> 30)) *% 0xBF58476D1CE4E5B9;
-    z = (z ^ (z >> 27)) *% 0x94D049BB133111EB;
-    return z ^ (z >> 31);
-}
-
-/// Value i of stream seed: ((at >> 40) * 2^-24 - 0.5) * scale, every operation exact in f32.
-fn stream(comptime n: usize, seed: u64, scale: f32) [n]f32 {
-    var out: [n]f32 = undefined;
-    for (&out, 0..) |*v, i| v.* = (@as(f32, @floatFromInt(at(seed, i) >> 40)) * 0x1p-24 - 0.5) * scale;
-    return out;
-}
-
-fn Types(comptime p16: P16) type {
-    return struct {
-        const V = switch (p16) {
-            .none => Tensor(.{.out}),
-            .bf16 => Tensor(.{ .dtype = .bf16, .tags = .{.out} }),
-            .f16 => Tensor(.{ .dtype = .f16, .tags = .{.out} }),
-        };
-        const M = switch (p16) {
-            .none => Tensor(.{ .out, .in }),
-            .bf16 => Tensor(.{ .dtype = .bf16, .tags = .{ .out, .in } }),
-            .f16 => Tensor(.{ .dtype = .f16, .tags = .{ .out, .in } }),
-        };
-        const Elem = switch (p16) {
-            .none => f32,
-            .bf16 => u16,
-            .f16 => f16,
-        };
-        fn narrow(comptime n: usize, v: [n]f32) [n]Elem {
-            var out: [n]Elem = undefined;
-            for (v, 0..) |x, i| out[i] = switch (p16) {
-                .none => x,
-                .bf16 => fucina.f32ToBf16(x),
-                .f16 => @floatCast(x),
-            };
-            return out;
-        }
-    };
-}
-
-const V32 = Tensor(.{.out});
-const M32 = Tensor(.{ .out, .in });
-
-/// Gradient c for w: backward of sum(w * c), a 16-bit w widened first (its gradient is f32).
-fn grad(ctx: *Ctx, w: anytype, comptime p16: P16, comptime C: type, shape: anytype, c_values: []const f32) !void {
-    var c = try C.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    if (p16 == .none) {
-        var prod = try w.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    } else {
-        var wide = try w.to(ctx, .f32);
-        defer wide.deinit();
-        var prod = try wide.mul(ctx, &c);
-        defer prod.deinit();
-        var loss = try prod.sumAll(ctx);
-        defer loss.deinit();
-        try loss.backward(ctx);
-    }
-}
-
 fn printParams(opt: anytype, out: *std.Io.Writer) !void {
     for (opt.slots.items, 0..) |*slot, j| {
         const p = &slot.param;
         try out.print("p{d}", .{j});
-        const f: []const f32 = switch (p.value) {
-            .f32 => |*t| t.dataConst(),
-            else => p.master,
-        };
-        for (f) |x| try out.print(" {x:0>8}", .{@as(u32, @bitCast(x))});
+        try common.writeF32Bits(out, common.paramF32(p));
         try out.writeAll("\n");
-        const bytes: []const u8 = switch (p.value) {
-            .f32 => continue,
-            .f16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-            .bf16 => |*t| std.mem.sliceAsBytes(t.dataConst()),
-        };
+        const bytes = common.param16(p) orelse continue;
         try out.print("p{d}_16", .{j});
-        var i: usize = 0;
-        while (i < bytes.len) : (i += 2) try out.print(" {x:0>4}", .{std.mem.readInt(u16, bytes[i..][0..2], .little)});
+        try common.writeU16Bits(out, bytes);
         try out.writeAll("\n");
     }
 }
 
 fn run(comptime O: type, comptime p16: P16, ctx: *Ctx, a: std.mem.Allocator, cfg: anytype, c: *const Case, out: *std.Io.Writer) !void {
-    const T = Types(p16);
+    const T = common.Types(p16);
     var opt = O.init(a, cfg);
     defer opt.deinit();
     var w0 = try T.V.variableFromSlice(ctx, .{7}, &T.narrow(7, stream(7, 100, 2.0)));
@@ -193,8 +115,8 @@ fn run(comptime O: type, comptime p16: P16, ctx: *Ctx, a: std.mem.Allocator, cfg
     try opt.addParam(&w1);
     var k: u32 = 1;
     while (k <= c.steps) : (k += 1) {
-        try grad(ctx, &w0, p16, V32, .{7}, &stream(7, 1000 + @as(u64, k), 2.0));
-        if (!c.skipped(k)) try grad(ctx, &w1, p16, M32, .{ 4, 5 }, &stream(20, 2000 + @as(u64, k), 2.0));
+        try common.grad(ctx, &w0, p16, common.V32, .{7}, &stream(7, 1000 + @as(u64, k), 2.0));
+        if (!c.skipped(k)) try common.grad(ctx, &w1, p16, common.M32, .{ 4, 5 }, &stream(20, 2000 + @as(u64, k), 2.0));
         if (c.clip > 0) _ = try opt.clipGradNorm(ctx, c.clip);
         try opt.step(ctx);
         opt.zeroGrad();

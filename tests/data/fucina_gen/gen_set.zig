@@ -11,29 +11,17 @@ const fucina = @import("fucina");
 const optim = fucina.optim;
 const Tensor = fucina.Tensor;
 const Ctx = fucina.ExecContext;
+const common = @import("common.zig");
+const w6 = common.w6;
+const g6 = common.g6;
+const w12 = common.w12;
+const g12 = common.g12;
+const b3 = common.b3;
+const gb3 = common.gb3;
 
-const M = Tensor(.{ .out, .in });
-const V = Tensor(.{.out});
-
-fn grad32(ctx: *Ctx, w: anytype, comptime T: type, shape: anytype, c_values: []const f32) !void {
-    var c = try T.fromSlice(ctx, shape, c_values);
-    defer c.deinit();
-    var prod = try w.mul(ctx, &c);
-    defer prod.deinit();
-    var loss = try prod.sumAll(ctx);
-    defer loss.deinit();
-    try loss.backward(ctx);
-}
-
-const w6 = [_]f32{ 1.0, -2.0, 0.5, 3.0, -0.25, 1.5 };
-const g6 = [_][6]f32{ .{ 0.5, -1.0, 2.0, 0.25, -0.75, 1.25 }, .{ -0.3, 0.8, -1.2, 0.6, 0.1, -0.9 } };
-const w12 = [_]f32{ 0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8, 0.9, -1.0, 1.1, -1.2 };
-const g12 = [_][12]f32{
-    .{ 0.5, -0.25, 0.125, 1.0, -1.5, 0.75, 0.3, -0.6, 0.9, -1.2, 0.2, 0.4 },
-    .{ -0.1, 0.2, -0.3, 0.4, -0.5, 0.6, -0.7, 0.8, -0.9, 1.0, -1.1, 1.2 },
-};
-const b3 = [_]f32{ 0.25, -0.75, 0.5 };
-const gb3 = [_][3]f32{ .{ 0.5, -1.0, 0.25 }, .{ -0.125, 0.375, 2.0 } };
+const M = common.M32;
+const V = common.V32;
+const grad32 = common.grad32;
 
 fn run(ctx: *Ctx, a: std.mem.Allocator, params: bool, out: *std.Io.Writer) !void {
     var opt_w = optim.AdamW.init(a, .{ .lr = 0.05, .weight_decay = 0.1 });

@@ -35,8 +35,7 @@ import types
 
 import torch
 
-G = 0x9E3779B97F4A7C15
-M = (1 << 64) - 1
+from golden_streams import G, M, bits, stream
 
 # apollo.py imports transformers only for a version check; the package __init__ also pulls
 # bitsandbytes for other optimizers. Load the two modules the optimizer needs directly.
@@ -61,17 +60,6 @@ def _load(name):
 
 random_projector = _load("random_projector")
 apollo = _load("apollo")
-
-
-def at(seed, i):
-    z = (seed + (i + 1) * G) & M
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    return z ^ (z >> 31)
-
-
-def stream(seed, n, scale):
-    return torch.tensor([((at(seed, i) >> 40) * 2.0**-24 - 0.5) * scale for i in range(n)], dtype=torch.float32)
 
 
 def gaussian(seed, n):
@@ -126,10 +114,6 @@ cases = [
     "mini gap=3 steps=12",
     "mini gap=6 steps=12 scale_front=1 weight_decay=0.05 correct_bias=0",
 ]
-
-
-def bits(t):
-    return " ".join("%08x" % (int(v) & 0xFFFFFFFF) for v in t.contiguous().view(torch.int32).flatten().tolist())
 
 
 def run(line):

@@ -19,30 +19,9 @@ import sys
 
 import torch
 
-G = 0x9E3779B97F4A7C15
-M = (1 << 64) - 1
-
-
-def at(seed, i):
-    z = (seed + (i + 1) * G) & M
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    return z ^ (z >> 31)
-
-
-def stream(seed, n, scale):
-    return torch.tensor([((at(seed, i) >> 40) * 2.0**-24 - 0.5) * scale for i in range(n)], dtype=torch.float32)
-
+from golden_streams import bits, bits16, stream
 
 SHAPES = [(7,), (4, 5)]
-
-
-def bits(t):
-    return " ".join(f"{v & 0xFFFFFFFF:08x}" for v in t.contiguous().view(torch.int32).flatten().tolist())
-
-
-def bits16(t):
-    return " ".join(f"{v & 0xFFFF:04x}" for v in t.contiguous().view(torch.int16).flatten().tolist())
 
 
 def run(name, make_opt, steps=25, clip=None, skip=(), p16=None):
