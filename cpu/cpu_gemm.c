@@ -255,9 +255,23 @@ static fg_status fg_gemm_fast(const struct fg_gemm_call *g, fg_stream *stream) {
   }
   const fg_openblas_api *blas = fg_openblas();
   if (!blas) return fg_fail_prefix(FG_ERR_UNSUPPORTED, "cpu gemm: ");
-  blas->sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans,
-              (blasint)g->m, (blasint)g->n, (blasint)g->k, g->alpha, a, (blasint)g->lda, b, (blasint)g->ldb, g->beta,
-              g->c, (blasint)g->ldc);
+  /* OpenBLAS runs single-threaded (cpu/openblas_lazy.h) and the rows of C are cut over the
+   * OpenMP team, so one thread pool serves both the elementwise ops and the GEMMs: with two
+   * pools, libgomp's spinning workers took the cores from OpenBLAS's (a Muon step at 2.6x
+   * its GEMM time, 1.1x with one pool). Below a few MFLOP one call is cheaper. */
+  const double flops = (double)g->m * (double)g->n * (double)g->k;
+  const int team = flops >= 2097152.0 && g->m >= 64 ? omp_get_max_threads() : 1;
+  const size_t parts = team > 1 ? (size_t)team : 1, step = (g->m + parts - 1) / parts;
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+  for (long p = 0; p < (long)parts; p++) {
+    const size_t i0 = (size_t)p * step, rows = i0 < g->m ? (g->m - i0 < step ? g->m - i0 : step) : 0;
+    if (!rows) continue;
+    /* Rows i0.. of op(A): rows of A, or columns of A when it is transposed. */
+    const float *ap = g->trans_a ? a + i0 : a + i0 * g->lda;
+    blas->sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans,
+                (blasint)rows, (blasint)g->n, (blasint)g->k, g->alpha, ap, (blasint)g->lda, b, (blasint)g->ldb,
+                g->beta, g->c + i0 * g->ldc, (blasint)g->ldc);
+  }
   return FG_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Loads OpenBLAS once, with a core chosen from the CPU's features (cpu/openblas_lazy.h). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,15 @@ static void fg_openblas_load(void) {
   /* setenv before the load, unsetenv after: the variable is read by OpenBLAS's constructor
    * only, and the process's environment is left as it was found. */
   if (core) setenv("OPENBLAS_CORETYPE", core, 0);
+  /* One thread: forgia cuts its GEMMs over its OpenMP team (cpu/cpu_gemm.c); without this
+   * OpenBLAS would also start a worker per core at load. */
+  const bool threads_unset = !getenv("OPENBLAS_NUM_THREADS");
+  if (threads_unset) setenv("OPENBLAS_NUM_THREADS", "1", 0);
   void *h = NULL;
   for (size_t i = 0; i < sizeof paths / sizeof paths[0] && !h; i++)
     if (paths[i][0]) h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
   if (core) unsetenv("OPENBLAS_CORETYPE");
+  if (threads_unset) unsetenv("OPENBLAS_NUM_THREADS");
   if (!h) {
     snprintf(fg_openblas_why, sizeof fg_openblas_why, "cannot load OpenBLAS (%s): %s", FORGIA_OPENBLAS_SONAME,
              dlerror());
@@ -40,6 +46,9 @@ static void fg_openblas_load(void) {
   }
   fg_openblas_api *a = &fg_openblas_loaded;
   *(void **)&a->sgemm = dlsym(h, "cblas_sgemm");
+  void (*set_threads)(int) = NULL;
+  *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+  if (set_threads) set_threads(1);
   char *(*corename)(void) = NULL;
   *(void **)&corename = dlsym(h, "openblas_get_corename");
   a->core = corename ? corename() : "unknown";

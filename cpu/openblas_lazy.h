@@ -9,7 +9,9 @@
  * set it, forgia names the core from the CPU's features (AVX-512 F/CD/BW/DQ/VL: SkylakeX;
  * AVX2 and FMA: Haswell; otherwise none, leaving OpenBLAS's own choice), loads OpenBLAS, and
  * restores the environment. If OpenBLAS is already in the process (loaded by another
- * library), it stays as it was loaded. */
+ * library), its kernels stay as they were chosen. OpenBLAS is set to one thread (forgia cuts each
+ * GEMM over its own OpenMP team, cpu/cpu_gemm.c): a second thread pool next to OpenMP's
+ * lost its cores to libgomp's spinning workers. */
 #ifndef FORGIA_CPU_OPENBLAS_LAZY_H
 #define FORGIA_CPU_OPENBLAS_LAZY_H
 

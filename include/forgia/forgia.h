@@ -52,6 +52,7 @@
 #include "forgia/tensor_ckpt.h"
 #include "forgia/optim.h"
 #include "forgia/optimset.h"
+#include "forgia/muon.h"
 #include "forgia/registry.h"
 #include "forgia/lr_schedule.h"
 

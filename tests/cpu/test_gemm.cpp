@@ -206,14 +206,16 @@ TEST(Gemm, ExactIndependentOfThreadsAndKernel) {
 TEST(Gemm, FastLeavesTheEnvironmentAsFound) {
   const char *before = std::getenv("OPENBLAS_CORETYPE");
   const std::string saved = before ? before : "";
+  const bool threads_before = std::getenv("OPENBLAS_NUM_THREADS") != nullptr;
   Cpu cpu;
-  Case c{17, 9, 33, false, true, FG_F32, FG_F32, 1.0f, 0.0f, 0};
+  Case c{190, 70, 300, true, true, FG_F32, FG_F32, 1.0f, 0.0f, 0};  // above the row-split threshold
   Problem p(c, 77);
   std::vector<float> exact, fast;
   ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_FAST, fast)) << fg_last_error();
   ASSERT_EQ(FG_OK, p.run(cpu.dev, FG_GEMM_EXACT, exact));
   const char *after = std::getenv("OPENBLAS_CORETYPE");
   EXPECT_EQ(before != nullptr, after != nullptr);
+  EXPECT_EQ(threads_before, std::getenv("OPENBLAS_NUM_THREADS") != nullptr);
   if (before && after) {
     EXPECT_EQ(saved, after);
   }

@@ -132,23 +132,7 @@ struct ApolloRig {
   }
 
   // Step k's gradients (the wide parameter has none at the case's skip step), clip, step.
-  void step(int k) {
-    for (size_t j = 0; j < ts.size(); j++) {
-      fg_tensor *t = ts[j];
-      if (j == 1 && k == ac->skip) {
-        fg_device_free(dev, t->grad);
-        t->grad = nullptr;
-        continue;
-      }
-      EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
-      EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
-    }
-    if (ac->clip > 0) {
-      EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(o, ac->clip, nullptr, nullptr)) << fg_last_error();
-    }
-    EXPECT_EQ(FG_OK, fg_optim_step(o, nullptr)) << fg_last_error();
-  }
+  void step(int k) { golden_step(dev, o, ts, k, k == ac->skip, ac->clip); }
 
   // The parameters as the generator prints them: tag -> bits (f32: the master of a 16-bit
   // parameter; tag_16: the 16-bit values).
@@ -225,14 +209,7 @@ struct ApolloRig {
 
   fg_status load(const std::vector<uint8_t> &b) { return fg_optim_load_state(o, b.data(), b.size()); }
 
-  std::vector<uint8_t> save() {
-    uint8_t *p = nullptr;
-    size_t n = 0;
-    EXPECT_EQ(FG_OK, fg_optim_save_state(o, &p, &n)) << fg_last_error();
-    std::vector<uint8_t> b(p, p + n);
-    free(p);
-    return b;
-  }
+  std::vector<uint8_t> save() { return golden_save(o); }
 };
 
 // Larger parameters (tall, wide, a bf16 one, a vector), several projection chunks, a clip,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -14,6 +15,7 @@
 
 #include "forgia/elem/half.h"
 #include "forgia/forgia.h"
+#include "forgia/optim.h"
 #include "forgia/rng.h"
 #include "testutil.h"
 
@@ -86,6 +88,37 @@ inline std::vector<T> golden_hex_words(std::istream &ss) {
   std::vector<T> b;
   std::string h;
   while (ss >> h) b.push_back((T)std::stoul(h, nullptr, 16));
+  return b;
+}
+
+// One step as the generators take it: parameter j's gradient is stream 1000 * (j + 1) + k
+// (scale 2), except that parameter 1 has none when skip1 (the generators leave it without a
+// gradient, so the optimizer skips it); clip > 0 clips the global norm first.
+inline void golden_step(fg_device *dev, fg_optim *opt, const std::vector<fg_tensor *> &ps, int k, bool skip1, float clip) {
+  for (size_t j = 0; j < ps.size(); j++) {
+    fg_tensor *t = ps[j];
+    if (j == 1 && skip1) {
+      fg_device_free(dev, t->grad);
+      t->grad = nullptr;
+      continue;
+    }
+    EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
+    const std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
+    EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
+  }
+  if (clip > 0) {
+    EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(opt, clip, nullptr, nullptr)) << fg_last_error();
+  }
+  EXPECT_EQ(FG_OK, fg_optim_step(opt, nullptr)) << fg_last_error();
+}
+
+// The bytes fg_optim_save_state writes, to compare with a generator's saveState dump.
+inline std::vector<uint8_t> golden_save(fg_optim *o) {
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  EXPECT_EQ(FG_OK, fg_optim_save_state(o, &p, &n)) << fg_last_error();
+  std::vector<uint8_t> b(p, p + n);
+  free(p);
   return b;
 }
 

@@ -139,23 +139,7 @@ struct MuonRun {
     for (fg_tensor *t : ps) fg_tensor_free(t);
   }
 
-  void step(int k) {
-    for (size_t j = 0; j < ps.size(); j++) {
-      fg_tensor *t = ps[j];
-      if (j == 1 && k == mc.skip) {  // no gradient this step, as in Fucina
-        fg_device_free(dev, t->grad);
-        t->grad = nullptr;
-        continue;
-      }
-      EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
-      EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
-    }
-    if (mc.clip > 0) {
-      EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(opt, mc.clip, nullptr, nullptr)) << fg_last_error();
-    }
-    EXPECT_EQ(FG_OK, fg_optim_step(opt, nullptr)) << fg_last_error();
-  }
+  void step(int k) { golden_step(dev, opt, ps, k, k == mc.skip, mc.clip); }
 
   std::vector<uint8_t> bytes(size_t j) const {
     std::vector<uint8_t> b(ps[j]->nbytes);
@@ -181,14 +165,7 @@ struct MuonRun {
     return m;
   }
 
-  std::vector<uint8_t> save() const {
-    uint8_t *p = nullptr;
-    size_t n = 0;
-    EXPECT_EQ(FG_OK, fg_optim_save_state(opt, &p, &n)) << fg_last_error();
-    std::vector<uint8_t> v(p, p + n);
-    free(p);
-    return v;
-  }
+  std::vector<uint8_t> save() const { return golden_save(opt); }
 
   // Every parameter matches the golden after step k (1-based).
   void expect_step(int k) const {

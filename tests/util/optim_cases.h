@@ -99,22 +99,8 @@ inline std::vector<std::vector<uint8_t>> optim_replay(fg_device *dev, const Opti
     ps.push_back(t);
   }
   for (int k = 1; k <= oc.steps; k++) {
-    for (size_t j = 0; j < ps.size(); j++) {
-      fg_tensor *t = ps[j];
-      const bool skip = j == 1 && std::find(oc.skip.begin(), oc.skip.end(), k) != oc.skip.end();
-      if (skip) {  // no gradient this step: torch's p.grad = None
-        fg_device_free(dev, t->grad);
-        t->grad = nullptr;
-        continue;
-      }
-      EXPECT_EQ(FG_OK, fg_tensor_grad_alloc(t));
-      std::vector<float> g = golden_stream(1000 * (j + 1) + (uint64_t)k, t->numel, 2.0f);
-      EXPECT_EQ(FG_OK, fg_device_copy(dev, t->grad, g.data(), g.size() * 4, FG_COPY_H2D));
-    }
-    if (oc.clip > 0) {
-      EXPECT_EQ(FG_OK, fg_optim_clip_grad_norm(opt, oc.clip, nullptr, nullptr)) << fg_last_error();
-    }
-    EXPECT_EQ(FG_OK, fg_optim_step(opt, nullptr)) << fg_last_error();
+    // torch's p.grad = None at a skipped step
+    golden_step(dev, opt, ps, k, std::find(oc.skip.begin(), oc.skip.end(), k) != oc.skip.end(), oc.clip);
   }
   std::vector<std::vector<uint8_t>> out;
   for (size_t j = 0; j < ps.size(); j++) {

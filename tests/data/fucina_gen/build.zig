@@ -8,7 +8,7 @@ pub fn build(b: *std.Build) void {
     const optimize = b.standardOptimizeOption(.{});
     const gen = b.option([]const u8, "gen", "the generator's source file (default gen.zig)") orelse "gen.zig";
     // -Dlibc=true links the system libc, so that f64 log/cos/sin may resolve to its libm
-    // instead of Zig's compiler_rt (gen.zig's libm check builds both and compares).
+    // instead of Zig's compiler_rt (README.md, "The scalar gaussian's libm").
     const link_libc = b.option(bool, "libc", "link the system libc") orelse false;
     // -Dblas=none|openblas|...: Fucina's own option, passed on (its default probes the host).
     const blas = b.option([]const u8, "blas", "Fucina's BLAS provider (default: Fucina's probe)");

@@ -1,19 +1,4 @@
 #!/usr/bin/env bash
-# Rebuilds tests/data/golden/fucina_apollo.txt: APOLLO and APOLLO-Mini trajectories run by
-# Fucina's own optim.Apollo on its scalar backend (gen_apollo.zig, apollo_build.zig).
+# Rebuilds tests/data/golden/fucina_apollo.txt (gen_apollo.zig, Fucina's scalar backend) with Fucina itself; run_gen.sh apollo does the work.
 #   FUCINA_SRC=/path/to/fucina [ZIG="python3 -m ziglang"] tests/data/fucina_gen/run_apollo.sh
-# Needs Zig 0.16.0 (pip install ziglang==0.16.0 gives `python3 -m ziglang`).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "${FUCINA_SRC:?set FUCINA_SRC to a Fucina source tree}" && pwd)
-zig=${ZIG:-zig}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp "$here/apollo_build.zig" "$work/build.zig"
-cp "$here/build.zig.zon" "$here/gen_apollo.zig" "$work/"
-ln -s "$src" "$work/fucina"
-(cd "$work" && $zig build -Doptimize=ReleaseSafe)
-golden=$here/../golden/fucina_apollo.txt
-"$work/zig-out/bin/fucina_apollo_gen" >"$golden.tmp"
-mv "$golden.tmp" "$golden"
-echo "wrote $golden"
+exec "$(dirname "$0")/run_gen.sh" apollo "$@"
