@@ -192,6 +192,22 @@ const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t) {
   return NULL;
 }
 
+fg_status fg_optim_check_param(const fg_optim *o, const fg_tensor *t, const char *name, bool main_name) {
+  const char *k = fg_optim_kind_name(o->c.kind);
+  if (!*name) return fg_fail(FG_ERR_INVALID_ARG, "%s: empty parameter name", k);
+  if (t->dtype != FG_F32 && t->dtype != FG_F16 && t->dtype != FG_BF16)
+    return fg_fail(FG_ERR_TYPE, "%s: parameter '%s' is %s, expected f32, f16 or bf16", k, name, fg_dtype_name(t->dtype));
+  if (t->dev != o->dev)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: parameter '%s' is on %s, the optimizer on %s", k, name,
+                   fg_device_spec(t->dev), fg_device_spec(o->dev));
+  if (t->readonly) return fg_fail(FG_ERR_STATE, "%s: parameter '%s' is read-only (a view of a file mapping)", k, name);
+  for (size_t i = 0; i < o->n; i++) {
+    if (o->slots[i].t == t) return fg_fail(FG_ERR_DUPLICATE, "%s: parameter '%s' is already registered as '%s'", k, name, o->slots[i].name);
+    if (main_name && strcmp(o->slots[i].name, name) == 0) return fg_fail(FG_ERR_DUPLICATE, "%s: the name '%s' is taken", k, name);
+  }
+  return FG_OK;
+}
+
 /* A zero-filled state buffer of n elements of dtype d on dev. */
 static fg_status fg_state_alloc(fg_device *dev, fg_dtype d, size_t n, void **out) {
   const size_t bytes = n * (d == FG_BF16 ? 2 : 4);
@@ -214,17 +230,8 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
     snprintf(auto_name, sizeof auto_name, "param%zu", o->n);
     name = auto_name;
   }
-  if (!*name) return fg_fail(FG_ERR_INVALID_ARG, "%s: empty parameter name", k);
-  if (t->dtype != FG_F32 && t->dtype != FG_F16 && t->dtype != FG_BF16)
-    return fg_fail(FG_ERR_TYPE, "%s: parameter '%s' is %s, expected f32, f16 or bf16", k, name, fg_dtype_name(t->dtype));
-  if (t->dev != o->dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: parameter '%s' is on %s, the optimizer on %s", k, name,
-                   fg_device_spec(t->dev), fg_device_spec(o->dev));
-  if (t->readonly) return fg_fail(FG_ERR_STATE, "%s: parameter '%s' is read-only (a view of a file mapping)", k, name);
-  for (size_t i = 0; i < o->n; i++) {
-    if (o->slots[i].t == t) return fg_fail(FG_ERR_DUPLICATE, "%s: parameter '%s' is already registered as '%s'", k, name, o->slots[i].name);
-    if (strcmp(o->slots[i].name, name) == 0) return fg_fail(FG_ERR_DUPLICATE, "%s: the name '%s' is taken", k, name);
-  }
+  fg_status s = fg_optim_check_param(o, t, name, true);
+  if (s) return s;
   if (o->n == o->cap) {
     size_t cap = o->cap ? o->cap * 2 : 16;
     fg_optim_slot *sl = realloc(o->slots, cap * sizeof *sl);
@@ -237,7 +244,7 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   sl.t = t;
   sl.name = strdup(name);
   const size_t n = (size_t)t->numel;
-  fg_status s = sl.name ? FG_OK : fg_fail(FG_ERR_NOMEM, "optimizer: out of memory");
+  s = sl.name ? FG_OK : fg_fail(FG_ERR_NOMEM, "optimizer: out of memory");
   if (s == FG_OK && t->dtype != FG_F32) { /* the master starts as the parameter's values, widened */
     s = fg_device_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
     if (s == FG_OK && n) s = fg_convert(o->dev, sl.master, FG_F32, t->data, t->dtype, n, NULL);

@@ -101,17 +101,8 @@ fg_status fg_apollo_add(fg_optim *o, fg_tensor *t, const char *name, bool fallba
     snprintf(auto_name, sizeof auto_name, "param%zu", main ? o->n : a->nfb);
     name = auto_name;
   }
-  if (!*name) return fg_fail(FG_ERR_INVALID_ARG, "%s: empty parameter name", k);
-  if (t->dtype != FG_F32 && t->dtype != FG_F16 && t->dtype != FG_BF16)
-    return fg_fail(FG_ERR_TYPE, "%s: parameter '%s' is %s, expected f32, f16 or bf16", k, name, fg_dtype_name(t->dtype));
-  if (t->dev != o->dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: parameter '%s' is on %s, the optimizer on %s", k, name,
-                   fg_device_spec(t->dev), fg_device_spec(o->dev));
-  if (t->readonly) return fg_fail(FG_ERR_STATE, "%s: parameter '%s' is read-only (a view of a file mapping)", k, name);
-  for (size_t i = 0; i < o->n; i++) {
-    if (o->slots[i].t == t) return fg_fail(FG_ERR_DUPLICATE, "%s: parameter '%s' is already registered as '%s'", k, name, o->slots[i].name);
-    if (main && strcmp(o->slots[i].name, name) == 0) return fg_fail(FG_ERR_DUPLICATE, "%s: the name '%s' is taken", k, name);
-  }
+  fg_status st = fg_optim_check_param(o, t, name, main);
+  if (st) return st;
   for (size_t i = 0; i < a->nfb; i++) {
     if (a->fb[i].t == t)
       return fg_fail(FG_ERR_DUPLICATE, "%s: parameter '%s' is already registered as fallback '%s'", k, name, a->fb[i].name);

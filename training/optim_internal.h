@@ -45,6 +45,11 @@ fg_status fg_optim_clip_with(fg_optim *o, const double *norm, float max_norm, fg
  * their count. */
 size_t fg_optim_collect_grads(fg_optim *o);
 
+/* The checks every registration makes of t under name: a non-empty name, f32/f16/bf16, on
+ * o's device, writable, not already in o's main list (nor its name, when main_name: the
+ * name is one of that list's). Fallback lists check their own names. */
+fg_status fg_optim_check_param(const fg_optim *o, const fg_tensor *t, const char *name, bool main_name);
+
 /* The name under which o holds t in any of its slot lists (main, Muon's or APOLLO's
  * fallback), or NULL. */
 const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t);
