@@ -19,35 +19,21 @@ static void fg_apollo_header(const fg_optim *o, fg_oframe *f) {
   f->apollo.disable_limiter = o->c.disable_norm_growth_limiter;
 }
 
-static void fg_apollo_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols) {
-  *rows = t->ndim ? t->shape[0] : 1;
-  *cols = 1;
-  for (int i = 1; i < t->ndim; i++) *cols *= t->shape[i];
-}
-
-static fg_status fg_apollo_download(fg_device *dev, const void *src, size_t n, uint8_t **out) {
-  *out = NULL;
-  if (!n) return FG_OK;
-  *out = malloc(n * 4);
-  if (!*out) return fg_fail(FG_ERR_NOMEM, "apollo state: out of memory");
-  return fg_device_copy(dev, *out, src, n * 4, FG_COPY_D2H);
-}
-
 /* One record of slot sl (len values per moment). */
 static fg_status fg_apollo_fill_slot(fg_optim *o, const fg_optim_slot *sl, size_t len, fg_oframe_slot *r) {
   r->name = sl->name;
   r->name_len = strlen(sl->name);
-  fg_apollo_dims(sl->t, &r->rows, &r->cols);
+  fg_optim_slot_dims(sl->t, &r->rows, &r->cols);
   r->step = sl->step;
   fg_status s = FG_OK;
   for (int b = 0; b < 2 && s == FG_OK; b++) {
     r->bufs[b].dtype = FG_OFRAME_DTYPE_F32;
     r->bufs[b].count = len;
-    s = fg_apollo_download(o->dev, b ? sl->v : sl->m, len, &r->bufs[b].data);
+    s = fg_optim_state_download(o->dev, b ? sl->v : sl->m, FG_F32, len, &r->bufs[b].data);
   }
   if (s == FG_OK && sl->master) {
     r->has_master = true;
-    s = fg_apollo_download(o->dev, sl->master, (size_t)sl->t->numel, &r->master);
+    s = fg_optim_state_download(o->dev, sl->master, FG_F32, (size_t)sl->t->numel, &r->master);
   }
   return s;
 }
@@ -75,7 +61,7 @@ fg_status fg_apollo_state_fill(fg_optim *o, fg_oframe *f) {
 static void fg_apollo_expect(const fg_optim_slot *sl, fg_oframe_expect *e) {
   e->name = sl->name;
   e->name_len = strlen(sl->name);
-  fg_apollo_dims(sl->t, &e->rows, &e->cols);
+  fg_optim_slot_dims(sl->t, &e->rows, &e->cols);
   e->dtypes[0] = e->dtypes[1] = FG_OFRAME_DTYPE_F32;
   e->is16 = sl->master != NULL;
 }

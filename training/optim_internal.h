@@ -50,6 +50,12 @@ size_t fg_optim_collect_grads(fg_optim *o);
  * name is one of that list's). Fallback lists check their own names. */
 fg_status fg_optim_check_param(const fg_optim *o, const fg_tensor *t, const char *name, bool main_name);
 
+/* Fucina's matrix view of a parameter: rows = dim 0, cols = the product of the rest. */
+void fg_optim_slot_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols);
+/* Host copy (malloc'd into *out; NULL when n is 0 or src NULL) of n elements of dtype dt
+ * (f32 or bf16) of a state buffer on dev. */
+fg_status fg_optim_state_download(fg_device *dev, const void *src, fg_dtype dt, size_t n, uint8_t **out);
+
 /* The name under which o holds t in any of its slot lists (main, Muon's or APOLLO's
  * fallback), or NULL. */
 const char *fg_optim_holds(const fg_optim *o, const fg_tensor *t);

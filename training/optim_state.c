@@ -37,8 +37,7 @@ static void fg_optim_header(const fg_optim *o, fg_oframe *f) {
   }
 }
 
-/* Fucina's matrix view: rows = dim 0, cols = the product of the rest. */
-static void fg_slot_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols) {
+void fg_optim_slot_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols) {
   *rows = t->ndim ? t->shape[0] : 1;
   *cols = 1;
   for (int i = 1; i < t->ndim; i++) *cols *= t->shape[i];
@@ -73,8 +72,7 @@ void fg_optim_state_clear(fg_oframe *f) {
   memset(f, 0, sizeof *f);
 }
 
-/* Host copies of the n elements of a device buffer of dtype dt (bf16 or f32) into r. */
-static fg_status fg_state_download(fg_device *dev, const void *src, fg_dtype dt, size_t n, uint8_t **out) {
+fg_status fg_optim_state_download(fg_device *dev, const void *src, fg_dtype dt, size_t n, uint8_t **out) {
   const size_t bytes = n * (dt == FG_BF16 ? 2 : 4);
   *out = NULL;
   if (!bytes || !src) return FG_OK;
@@ -96,18 +94,18 @@ fg_status fg_optim_state_fill(fg_optim *o, fg_oframe *f) {
     fg_oframe_slot *r = &f->slots[i];
     r->name = sl->name;
     r->name_len = strlen(sl->name);
-    fg_slot_dims(sl->t, &r->rows, &r->cols);
+    fg_optim_slot_dims(sl->t, &r->rows, &r->cols);
     r->step = sl->step;
     for (int b = 0; b < nb && s == FG_OK; b++) {
       fg_dtype dt;
       void *src = fg_slot_buf(o, sl, b, &dt);
       r->bufs[b].dtype = fg_optim_wire(dt);
       r->bufs[b].count = src ? sl->t->numel : 0;
-      s = fg_state_download(o->dev, src, dt, (size_t)r->bufs[b].count, &r->bufs[b].data);
+      s = fg_optim_state_download(o->dev, src, dt, (size_t)r->bufs[b].count, &r->bufs[b].data);
     }
     if (s == FG_OK && sl->master) {
       r->has_master = true;
-      s = fg_state_download(o->dev, sl->master, FG_F32, (size_t)sl->t->numel, &r->master);
+      s = fg_optim_state_download(o->dev, sl->master, FG_F32, (size_t)sl->t->numel, &r->master);
     }
   }
   if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) { /* Muon: its AdamW's whole frame follows */
@@ -135,7 +133,7 @@ static void fg_optim_expect(const fg_optim *o, fg_oframe_expect *ex) {
     const fg_optim_slot *sl = &o->slots[i];
     ex[i].name = sl->name;
     ex[i].name_len = strlen(sl->name);
-    fg_slot_dims(sl->t, &ex[i].rows, &ex[i].cols);
+    fg_optim_slot_dims(sl->t, &ex[i].rows, &ex[i].cols);
     for (int b = 0; b < 2; b++) {
       fg_dtype dt;
       fg_slot_buf(o, sl, b, &dt);
