@@ -131,7 +131,7 @@ fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_
   if (st) return st;
   fg_op_chunk *ch = mem;
   fg_op_chunk_fill(list, count, FG_CPU_OP_CHUNK, ch);
-  const fg_cpu_span_fn span = fg_cpu_spans[op];
+  const fg_cpu_span_fn span = op == FG_OP_ES_UPDATE ? fg_cpu_es_update_span : fg_cpu_spans[op];
   /* A single short chunk is not worth waking the thread team. */
 #pragma omp parallel for schedule(static) if (nchunks > 1)
   for (long c = 0; c < (long)nchunks; c++)

@@ -20,6 +20,8 @@ fg_status fg_cpu_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_strea
 /* The op layer's launcher (cpu/cpu_op.c). */
 fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
                         fg_stream *stream);
+/* The op layer's es_update span, a blocked loop of its own (cpu/cpu_es.c). */
+void fg_cpu_es_update_span(const fg_op_params *P, const fg_op_args *a, size_t lo, size_t hi);
 /* APOLLO's kernels (cpu/cpu_apollo.c). */
 struct fg_apollo_call;
 fg_status fg_cpu_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);

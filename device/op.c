@@ -52,6 +52,8 @@ fg_status fg_op_run(fg_device *dev, fg_op_kind op, const fg_op_params *params, c
   if (op == FG_OP_CLIP_SCALE && !params->dscalar)
     return fg_fail(FG_ERR_INVALID_ARG, "op %s: params.dscalar must point to the sum of squares on %s", in->name,
                    dev->spec);
+  if (op == FG_OP_ES_UPDATE && !params->dtable)
+    return fg_fail(FG_ERR_INVALID_ARG, "op %s: params.dtable must point to the stream table on %s", in->name, dev->spec);
   size_t work = 0;
   for (size_t t = 0; t < count; t++) {
     const fg_op_args *a = &list[t];

@@ -140,7 +140,7 @@ fg_status fg_tensor_grad_zero(fg_tensor *t, fg_stream *s) {
   if (!t) return fg_fail(FG_ERR_INVALID_ARG, "fg_tensor_grad_zero: NULL tensor");
   if (!t->grad) return fg_fail(FG_ERR_STATE, "tensor '%s': no gradient (fg_tensor_grad_alloc first)", t->name);
   if (!t->numel) return FG_OK;
-  fg_op_params p = {{0.0f}, {0.0}, {0}, NULL};
+  fg_op_params p = {{0.0f}, {0.0}, {0}, NULL, NULL};
   fg_op_args a = {{t->grad, NULL, NULL, NULL}, {FG_F32, FG_F32, FG_F32, FG_F32}, (size_t)t->numel, 0, 0};
   return fg_op_run(t->dev, FG_OP_FILL, &p, &a, 1, s);
 }

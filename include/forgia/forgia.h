@@ -55,5 +55,7 @@
 #include "forgia/muon.h"
 #include "forgia/registry.h"
 #include "forgia/lr_schedule.h"
+#include "forgia/comm.h"
+#include "forgia/es.h"
 
 #endif

@@ -20,6 +20,7 @@ typedef struct fg_op_params {
   double d[4];
   uint64_t u[4];
   const double *dscalar; /* a scalar in device memory (a reduction's result), or NULL */
+  const void *dtable;    /* a table in device memory that an op reads (ES's streams), or NULL */
 } fg_op_params;
 
 /* One tensor's streams: stream k of element i is ((T *)ptr[k])[i], T given by dtype[k]. */
