@@ -106,7 +106,6 @@ static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, u
   if (i < hi) fg_cpu_group(fn, W, ns, rm, wm, f32, P, a, i, lo, hi);
 }
 
-typedef void (*fg_cpu_span_fn)(const fg_op_params *, const fg_op_args *, size_t, size_t);
 
 #define FG_CPU_OP_SPAN_(E, name, W, ns, rm, wm, dts)                                   \
   FG_CPU_CLONES static void fg_cpu_span_##name(const fg_op_params *P, const fg_op_args *a, size_t lo, \
@@ -131,7 +130,8 @@ fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_
   if (st) return st;
   fg_op_chunk *ch = mem;
   fg_op_chunk_fill(list, count, FG_CPU_OP_CHUNK, ch);
-  const fg_cpu_span_fn span = op == FG_OP_ES_UPDATE ? fg_cpu_es_update_span : fg_cpu_spans[op];
+  const fg_cpu_span_fn over = fg_cpu_span_override(op);
+  const fg_cpu_span_fn span = over ? over : fg_cpu_spans[op];
   /* A single short chunk is not worth waking the thread team. */
 #pragma omp parallel for schedule(static) if (nchunks > 1)
   for (long c = 0; c < (long)nchunks; c++)
