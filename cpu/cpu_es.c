@@ -27,9 +27,9 @@ static void fg_cpu_es_update_one(const fg_op_params *P, const fg_op_args *a, siz
   const uint64_t *seeds = fg_es_table_seeds(P->dtable, S, a->seed);
   const uint64_t c = a->index0 + i;
   float acc = 0.0f;
-  for (uint64_t s = 0; s < S; s++) acc = acc + coef[s] * fg_rng_gauss_fast_at(seeds[s], c, 1.0f);
+  for (uint64_t s = 0; s < S; s++) acc = fg_es_acc(acc, coef[s], fg_rng_gauss_fast_at(seeds[s], c, 1.0f));
   const float p = fg_op_load(a->ptr[0], a->dtype[0], i);
-  fg_op_store(a->ptr[0], a->dtype[0], i, p + fg_es_round(P->u[1], P->f[0] * acc));
+  fg_op_store(a->ptr[0], a->dtype[0], i, fg_es_apply(P->u[1], p, P->f[0], acc));
 }
 
 FG_CPU_ES_CLONES static void fg_cpu_es_block(const float *coef, const uint64_t *seeds, uint64_t S, uint64_t c0,
@@ -41,8 +41,8 @@ FG_CPU_ES_CLONES static void fg_cpu_es_block(const float *coef, const uint64_t *
     for (size_t k = 0; k < n; k += 2) {
       float e, o;
       fg_rng_gauss_fast_pair(seed, c0 + k, &e, &o);
-      acc[k] = acc[k] + C * e;
-      acc[k + 1] = acc[k + 1] + C * o;
+      acc[k] = fg_es_acc(acc[k], C, e);
+      acc[k + 1] = fg_es_acc(acc[k + 1], C, o);
     }
   }
 }
@@ -60,11 +60,11 @@ FG_CPU_ES_CLONES static void fg_cpu_es_noise(uint64_t seed, uint64_t c0, size_t 
 /* dst = src + N(scaled * eps) (perturb: dst == src; materialize: a replica). */
 FG_CPU_ES_CLONES static void fg_cpu_es_add_f32(float *dst, const float *src, const float *restrict eps, size_t n,
                                                float scaled) {
-  for (size_t k = 0; k < n; k++) dst[k] = fg_op_canonical(src[k] + scaled * eps[k]);
+  for (size_t k = 0; k < n; k++) dst[k] = fg_op_canonical(fg_es_add_noise(FG_F32, src[k], scaled, eps[k]));
 }
 
 FG_CPU_ES_CLONES static void fg_cpu_es_apply_f32(float *restrict p, const float *restrict acc, size_t n, float scale) {
-  for (size_t k = 0; k < n; k++) p[k] = fg_op_canonical(p[k] + scale * acc[k]);
+  for (size_t k = 0; k < n; k++) p[k] = fg_op_canonical(fg_es_apply(FG_F32, p[k], scale, acc[k]));
 }
 
 static void fg_cpu_es_update_span(const fg_op_params *P, const fg_op_args *a, size_t lo, size_t hi) {
@@ -84,7 +84,7 @@ static void fg_cpu_es_update_span(const fg_op_params *P, const fg_op_args *a, si
     } else {
       for (size_t k = 0; k < n; k++) {
         const float p = fg_op_load(a->ptr[0], a->dtype[0], b + k);
-        fg_op_store(a->ptr[0], a->dtype[0], b + k, p + fg_es_round(P->u[1], P->f[0] * acc[k]));
+        fg_op_store(a->ptr[0], a->dtype[0], b + k, fg_es_apply(P->u[1], p, P->f[0], acc[k]));
       }
     }
   }
@@ -128,7 +128,7 @@ static void fg_cpu_es_noise_span(int op, const fg_op_params *P, const fg_op_args
       const int from = op == FG_OP_ES_PERTURB ? 0 : 1;
       for (size_t k = 0; k < n; k++) {
         const float x = fg_op_load(a->ptr[from], a->dtype[from], b + k);
-        fg_op_store(a->ptr[0], dt, b + k, x + fg_es_round(P->u[1], f * eps[k]));
+        fg_op_store(a->ptr[0], dt, b + k, fg_es_add_noise(P->u[1], x, f, eps[k]));
       }
     }
   }

@@ -26,6 +26,19 @@ static inline FG_HD float fg_es_round(uint64_t d, float v) {
   return v;
 }
 
+/* The three element steps every ES op is made of; the CPU's blocked loops (cpu/cpu_es.c)
+ * call these same functions. */
+/* x + N(scaled * eps): a perturbation, a regenerate-restore or a replica's value. */
+static inline FG_HD float fg_es_add_noise(uint64_t d, float x, float scaled, float eps) {
+  return x + fg_es_round(d, scaled * eps);
+}
+/* One stream's term of the update's accumulator: acc + coef * eps (mul, then add). */
+static inline FG_HD float fg_es_acc(float acc, float coef, float eps) { return acc + coef * eps; }
+/* The update's apply: p + N(scale * acc). */
+static inline FG_HD float fg_es_apply(uint64_t d, float p, float scale, float acc) {
+  return p + fg_es_round(d, scale * acc);
+}
+
 /* The update's stream table (params.dtable): coef[S] (f32), padded to 8 bytes, then for each
  * row r (a slot of the list: fg_op_args.seed = r) the S stream seeds of that slot. */
 static inline FG_HD const float *fg_es_table_coef(const void *t) { return (const float *)t; }
@@ -42,15 +55,15 @@ static inline FG_HD void fg_op_es_perturb(const fg_op_params *P, float (*v)[FG_O
                                           uint64_t c) {
   float e, o;
   fg_rng_gauss_fast_pair(seed, c, &e, &o);
-  v[0][0] = v[0][0] + fg_es_round(P->u[1], P->f[0] * e);
-  v[1][0] = v[1][0] + fg_es_round(P->u[1], P->f[0] * o);
+  v[0][0] = fg_es_add_noise(P->u[1], v[0][0], P->f[0], e);
+  v[1][0] = fg_es_add_noise(P->u[1], v[1][0], P->f[0], o);
 }
 
 /* es_perturb_cached: s0 param, s1 the cached noise (f32); the same element as es_perturb. */
 static inline FG_HD void fg_op_es_perturb_cached(const fg_op_params *P, float (*v)[FG_OP_MAX_STREAMS], uint64_t seed,
                                                  uint64_t c) {
   (void)seed, (void)c;
-  v[0][0] = v[0][0] + fg_es_round(P->u[1], P->f[0] * v[0][1]);
+  v[0][0] = fg_es_add_noise(P->u[1], v[0][0], P->f[0], v[0][1]);
 }
 
 /* es_materialize (W = 2): s0 the replica (written), s1 the shared parameter (read);
@@ -59,13 +72,13 @@ static inline FG_HD void fg_op_es_materialize(const fg_op_params *P, float (*v)[
                                               uint64_t c) {
   float e, o;
   fg_rng_gauss_fast_pair(seed, c, &e, &o);
-  v[0][0] = v[0][1] + fg_es_round(P->u[1], P->f[0] * e);
-  v[1][0] = v[1][1] + fg_es_round(P->u[1], P->f[0] * o);
+  v[0][0] = fg_es_add_noise(P->u[1], v[0][1], P->f[0], e);
+  v[1][0] = fg_es_add_noise(P->u[1], v[1][1], P->f[0], o);
 }
 static inline FG_HD void fg_op_es_materialize_cached(const fg_op_params *P, float (*v)[FG_OP_MAX_STREAMS],
                                                      uint64_t seed, uint64_t c) {
   (void)seed, (void)c;
-  v[0][0] = v[0][1] + fg_es_round(P->u[1], P->f[0] * v[0][2]);
+  v[0][0] = fg_es_add_noise(P->u[1], v[0][1], P->f[0], v[0][2]);
 }
 
 /* es_update (W = 2): s0 param; dtable the stream table, u[0] S streams, the row in the
@@ -82,11 +95,11 @@ static inline FG_HD void fg_op_es_update(const fg_op_params *P, float (*v)[FG_OP
   for (uint64_t s = 0; s < S; s++) {
     float e, o;
     fg_rng_gauss_fast_pair(seeds[s], c, &e, &o);
-    ae = ae + coef[s] * e;
-    ao = ao + coef[s] * o;
+    ae = fg_es_acc(ae, coef[s], e);
+    ao = fg_es_acc(ao, coef[s], o);
   }
-  v[0][0] = v[0][0] + fg_es_round(P->u[1], P->f[0] * ae);
-  v[1][0] = v[1][0] + fg_es_round(P->u[1], P->f[0] * ao);
+  v[0][0] = fg_es_apply(P->u[1], v[0][0], P->f[0], ae);
+  v[1][0] = fg_es_apply(P->u[1], v[1][0], P->f[0], ao);
 }
 
 /* es_acc_cached: s0 acc (f32), s1 the cached noise of one stream; s0 = s0 + f[0] * s1 (the
@@ -94,14 +107,14 @@ static inline FG_HD void fg_op_es_update(const fg_op_params *P, float (*v)[FG_OP
 static inline FG_HD void fg_op_es_acc_cached(const fg_op_params *P, float (*v)[FG_OP_MAX_STREAMS], uint64_t seed,
                                              uint64_t c) {
   (void)seed, (void)c;
-  v[0][0] = v[0][0] + P->f[0] * v[0][1];
+  v[0][0] = fg_es_acc(v[0][0], P->f[0], v[0][1]);
 }
 
 /* es_apply: s0 param, s1 acc (f32); p = p + N(f[0] * acc). */
 static inline FG_HD void fg_op_es_apply(const fg_op_params *P, float (*v)[FG_OP_MAX_STREAMS], uint64_t seed,
                                         uint64_t c) {
   (void)seed, (void)c;
-  v[0][0] = v[0][0] + fg_es_round(P->u[1], P->f[0] * v[0][1]);
+  v[0][0] = fg_es_apply(P->u[1], v[0][0], P->f[0], v[0][1]);
 }
 
 /* Anchored weight decay (section 2.6): s0 param, s1 its anchor (same dtype), u[1] the dtype.
