@@ -119,6 +119,8 @@ static fg_status cpu_sum_f64(fg_device *dev, const double *x, size_t n, double *
   return FG_OK;
 }
 
+fg_status fg_cpu_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
+
 const fg_backend fg_cpu_backend = {
   .name = "cpu",
   .query = cpu_query,
@@ -143,4 +145,5 @@ const fg_backend fg_cpu_backend = {
   .gemm = fg_cpu_gemm,
   .sum_f64 = cpu_sum_f64,
   .apollo = fg_cpu_apollo,
+  .es_trits = fg_cpu_es_trits,
 };

@@ -186,6 +186,7 @@ fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg
                          fg_stream *stream);
 fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
 fg_status fg_cuda_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
+fg_status fg_cuda_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
 
 /* Backend state created on first use (the cuBLAS handle). */
 static void cu_close(fg_device *dev) { fg_cuda_blas_release(dev); }
@@ -224,4 +225,5 @@ const fg_backend fg_cuda_backend = {
   .gemm = fg_cuda_gemm,
   .sum_f64 = cu_sum_f64,
   .apollo = fg_cuda_apollo,
+  .es_trits = fg_cuda_es_trits,
 };

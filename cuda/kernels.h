@@ -40,6 +40,9 @@ typedef struct fg_cuda_red_args {
 int fg_cuda_launch_reduce(int op, const fg_cuda_red_args *a, void *stream);
 /* *out = ((0 + x[0]) + x[1]) + ... in one thread (n is a handful of totals). */
 int fg_cuda_launch_sum_f64(const double *x, size_t n, double *out, void *stream);
+/* The trit calls of forgia/es_trits.h (cuda/kernels/es_trits.cu), pointers in device memory. */
+struct fg_es_trits_call;
+int fg_cuda_launch_es_trits(const struct fg_es_trits_call *c, void *stream);
 /* The op layer: list and chunks in device memory; -1 for an unknown op. */
 int fg_cuda_launch_op(int op, const fg_op_params *p, const fg_op_args *list, const fg_op_chunk *chunks, size_t nchunks,
                       void *stream);

@@ -11,6 +11,7 @@
 struct fg_gemm_call;   /* device/gemm_call.h */
 struct fg_reduce_call; /* device/reduce_call.h */
 struct fg_apollo_call; /* device/apollo_call.h */
+struct fg_es_trits_call; /* device/es_trits_call.h */
 
 typedef struct fg_backend {
   const char *name;
@@ -49,6 +50,8 @@ typedef struct fg_backend {
   fg_status (*gemm)(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
   /* APOLLO's kernels of forgia/apollo.h (device/apollo.c validated the call; NULL: none). */
   fg_status (*apollo)(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
+  /* The trit calls of forgia/es_trits.h (device/es_trits.c validated the call; NULL: none). */
+  fg_status (*es_trits)(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
 } fg_backend;
 
 struct fg_device {

@@ -327,8 +327,22 @@ fg_status fg_es_perturb(fg_es *es, uint64_t member) {
       if (es->slots[k].t->nbytes)
         st = fg_device_copy(es->dev, es->slots[k].snapshot, es->slots[k].t->data, (size_t)es->slots[k].t->nbytes,
                             FG_COPY_D2D);
+  bool floats_done = false;
   if (!st) st = fg_es_float_perturb(es, member, 1.0f);
+  if (!st) floats_done = true;
   if (!st) st = fg_es_ternary_perturb(es, member);
+  if (st && floats_done) {
+    /* The ternary slots undid themselves; take the float slots back too, so a failed perturb
+     * leaves no member half applied. */
+    if (es->cfg.restore_mode == FG_ES_RESTORE_SNAPSHOT) {
+      for (size_t k = 0; k < es->nslots; k++)
+        if (es->slots[k].t->nbytes)
+          (void)fg_device_copy(es->dev, es->slots[k].t->data, es->slots[k].snapshot, (size_t)es->slots[k].t->nbytes,
+                               FG_COPY_D2D);
+    } else {
+      (void)fg_es_float_perturb(es, member, -1.0f);
+    }
+  }
   if (!st) es->active = (int64_t)member;
   return st;
 }

@@ -35,6 +35,9 @@ fg_status fg_es_materialize(const fg_es *es, uint64_t member, fg_tensor *const *
   if (member >= es->cfg.population)
     return fg_fail(FG_ERR_RANGE, "fg_es_materialize: member %llu of a population of %llu", (unsigned long long)member,
                    (unsigned long long)es->cfg.population);
+  if (es->active >= 0)
+    return fg_fail(FG_ERR_STATE, "fg_es_materialize %llu: member %lld is applied to the shared parameters",
+                   (unsigned long long)member, (long long)es->active);
   if (n != es->nslots)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_es_materialize: %zu replica tensors for %zu float slots", n, es->nslots);
   for (size_t k = 0; k < n; k++) {

@@ -39,6 +39,7 @@
 #include "forgia/reduce.h"
 #include "forgia/gemm.h"
 #include "forgia/apollo.h"
+#include "forgia/es_trits.h"
 #include "forgia/gguf.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
