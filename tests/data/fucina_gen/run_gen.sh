@@ -5,13 +5,14 @@
 # NAME: rng (gen.zig: fucina_rng.txt, fucina_sumsq.txt), ckpt (ckpt_gen.zig: fucina_ckpt/,
 # fucina_trainer_states/, fucina_f64_text.txt), frames (gen_frames.zig: fucina_frames/*.bin),
 # optim (gen_optim.zig: fucina_optim.txt), muon (gen_muon.zig: fucina_muon.txt), apollo
-# (gen_apollo.zig: fucina_apollo.txt), set (gen_set.zig: fucina_frames/set_sched*.bin).
+# (gen_apollo.zig: fucina_apollo.txt), set (gen_set.zig: fucina_frames/set_sched*.bin), es
+# (gen_es.zig: fucina_es.txt), es_ternary (gen_es_ternary.zig: fucina_es_ternary.txt).
 # Muon and APOLLO build Fucina's scalar backend without BLAS (BLAS does not apply to them or to
 # ckpt). GOLDEN (default tests/data/golden) is where the files go, e.g. a scratch directory to
 # compare with the committed ones. Needs Zig 0.16.0 (pip install ziglang==0.16.0 gives
 # `python3 -m ziglang`).
 set -euo pipefail
-name=${1:?usage: run_gen.sh rng|ckpt|frames|optim|muon|apollo|set}
+name=${1:?usage: run_gen.sh rng|ckpt|frames|optim|muon|apollo|set|es|es_ternary}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "${FUCINA_SRC:?set FUCINA_SRC to a Fucina source tree}" && pwd)
 zig=${ZIG:-zig}
@@ -21,7 +22,7 @@ case $name in
   rng) gen=gen.zig ;;
   ckpt) gen=ckpt_gen.zig ;;
   muon | apollo) gen=gen_$name.zig flags+=(-Dscalar=true) ;;
-  frames | optim | set) gen=gen_$name.zig ;;
+  frames | optim | set | es | es_ternary) gen=gen_$name.zig ;;
   *) echo "run_gen.sh: unknown generator '$name'" >&2; exit 2 ;;
 esac
 case $name in rng | frames | optim | set) flags+=(${BLAS:+-Dblas=$BLAS}) ;; esac
