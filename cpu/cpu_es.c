@@ -57,6 +57,12 @@ FG_CPU_ES_CLONES static void fg_cpu_es_noise(uint64_t seed, uint64_t c0, size_t 
   }
 }
 
+/* dst = eps * scale (the fill itself). */
+FG_CPU_ES_CLONES static void fg_cpu_es_scale_f32(float *restrict dst, const float *restrict eps, size_t n,
+                                                 float scale) {
+  for (size_t k = 0; k < n; k++) dst[k] = fg_op_canonical(eps[k] * scale);
+}
+
 /* dst = src + N(scaled * eps) (perturb: dst == src; materialize: a replica). */
 FG_CPU_ES_CLONES static void fg_cpu_es_add_f32(float *dst, const float *src, const float *restrict eps, size_t n,
                                                float scaled) {
@@ -118,7 +124,9 @@ static void fg_cpu_es_noise_span(int op, const fg_op_params *P, const fg_op_args
   for (size_t b = i; b < end; b += FG_CPU_ES_BLOCK) {
     const size_t n = end - b < FG_CPU_ES_BLOCK ? end - b : FG_CPU_ES_BLOCK;
     fg_cpu_es_noise(a->seed, a->index0 + b, n, eps);
-    if (op == FG_OP_RNG_GAUSS_FAST) {
+    if (op == FG_OP_RNG_GAUSS_FAST && dt == FG_F32) {
+      fg_cpu_es_scale_f32((float *)a->ptr[0] + b, eps, n, f);
+    } else if (op == FG_OP_RNG_GAUSS_FAST) {
       for (size_t k = 0; k < n; k++) fg_op_store(a->ptr[0], dt, b + k, eps[k] * f);
     } else if (dt == FG_F32 && (op == FG_OP_ES_PERTURB || a->dtype[1] == FG_F32)) {
       float *dst = (float *)a->ptr[0] + b;
