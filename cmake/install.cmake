@@ -19,6 +19,8 @@ install(FILES ${PROJECT_BINARY_DIR}/forgiaConfig.cmake ${PROJECT_BINARY_DIR}/for
 # forgia.pc: a static libforgia needs its dependencies on the link line too.
 set(FORGIA_PC_PRIVATE "hwloc libcjson")
 set(FORGIA_PC_LIBS_PRIVATE "${OpenMP_C_FLAGS} -lpthread -lm")
+# MPI and NCCL (cmake/comm.cmake), when the communicator backends are built.
+string(APPEND FORGIA_PC_LIBS_PRIVATE "${FORGIA_COMM_PC_LIBS}")
 if(FORGIA_HAVE_CUDA)
   get_filename_component(cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)
   string(APPEND FORGIA_PC_LIBS_PRIVATE " -L${cudart_dir} -Wl,-rpath,${cudart_dir} -lcudart -lstdc++")

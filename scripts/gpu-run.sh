@@ -22,10 +22,15 @@ export LD_LIBRARY_PATH=$multi:$multi/openblas-pthread:${LD_LIBRARY_PATH:-}
 export CPATH=$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu:$prefix/usr/include/x86_64-linux-gnu/openblas-pthread
 export LIBRARY_PATH=$multi:$multi/openblas-pthread
 command -v pkg-config >/dev/null || export PATH=$prefix/usr/bin:$PATH
+# Open MPI from the unpacked debs (the NCCL communicator's tests launch under mpirun).
+if [ -x "$prefix/usr/bin/mpicc" ]; then
+  export OPAL_PREFIX=$prefix/usr PATH=$prefix/usr/bin:$PATH LD_LIBRARY_PATH=$multi:$multi/openmpi/lib:${LD_LIBRARY_PATH:-}
+  mpi_args=(-DMPI_C_COMPILER="$prefix/usr/bin/mpicc")
+fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 {
   cmake -S . -B build-gpu -DFORGIA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="80;90" -DCMAKE_PREFIX_PATH="$prefix/usr" \
-    -DGTest_DIR="$multi/cmake/GTest" -DFORGIA_PYTHON="$(command -v python3)" &&
+    -DGTest_DIR="$multi/cmake/GTest" -DFORGIA_PYTHON="$(command -v python3)" ${mpi_args[@]+"${mpi_args[@]}"} &&
   cmake --build build-gpu -j 16
 } > "$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
 (cd build-gpu && ctest --output-on-failure -L cuda) > "$OUT/ctest-cuda.log" 2>&1
@@ -37,5 +42,10 @@ for b in build-gpu/bench/bench_*; do
   [ -x "$b" ] || continue
   echo "== $b" >> "$OUT/bench.jsonl"
   timeout 120 "$b" >> "$OUT/bench.jsonl" 2>&1
+done
+# The benchmarks with a device of their own on the GPU (the loop above ran them on the CPU).
+for b in bench_es; do
+  echo "== $b --device cuda:0" >> "$OUT/bench.jsonl"
+  timeout 120 "build-gpu/bench/$b" --device cuda:0 >> "$OUT/bench.jsonl" 2>&1
 done
 cat "$OUT/bench.jsonl"

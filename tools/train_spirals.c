@@ -14,11 +14,11 @@
 #include "forgia/rng.h"
 #include "forgia/state_dict.h"
 #include "forgia/trainer_state.h"
+#include "train_spirals_net.h"
 
-#define N_POINTS (2 * SPIRALS_POINTS_PER_CLASS)
+#define N_POINTS SPIRALS_POINTS
 #define H SPIRALS_HIDDEN
 #define N_PARAMS 6
-#define PI 3.14159265358979323846
 
 /* Sub-stream seeds: fg_rng_at(seed, k) for k = these (data, then one per parameter). */
 #define SEED_DATA 0
@@ -58,23 +58,11 @@ static fg_status new_tensor(fg_device *dev, const char *name, uint64_t rows, uin
   return fg_tensor_create(dev, name, FG_F32, cols ? 2 : 1, shape, out);
 }
 
-/* Two interleaved spirals of 1.5 turns, radius growing from 0.1 to 1, with gaussian noise
- * of 0.02 from the seed's data stream. Point i of class c is (x, y) at row 2i + c. */
+/* The data (train_spirals_net.h), uploaded with the ones column of the bias GEMMs. */
 static fg_status make_data(work *w, uint64_t seed) {
-  float noise[2 * N_POINTS], xy[2 * N_POINTS];
-  const fg_rng_spec r = {.kind = FG_RNG_GAUSS, .seed = fg_rng_at(seed, SEED_DATA), .scale = 0.02f};
-  fg_status s = fg_rng_fill_host(&r, noise, 2 * N_POINTS);
+  float xy[2 * N_POINTS];
+  fg_status s = spirals_make_data(seed, xy, w->labels);
   if (s) return s;
-  for (int i = 0; i < SPIRALS_POINTS_PER_CLASS; i++) {
-    const double t = 0.1 + 0.9 * i / (SPIRALS_POINTS_PER_CLASS - 1);
-    for (int c = 0; c < 2; c++) {
-      const int row = 2 * i + c;
-      const double a = 3.0 * PI * t + c * PI;
-      xy[2 * row] = (float)(t * cos(a)) + noise[2 * row];
-      xy[2 * row + 1] = (float)(t * sin(a)) + noise[2 * row + 1];
-      w->labels[row] = c;
-    }
-  }
   float ones[N_POINTS];
   for (int i = 0; i < N_POINTS; i++) ones[i] = 1.0f;
   s = fg_tensor_upload(w->x, xy, sizeof xy, NULL);
@@ -143,14 +131,9 @@ static fg_status op2(work *w, fg_op_kind op, void *s0, const void *s1, size_t n)
   return fg_op_run(w->dev, op, &p, &a, 1, NULL);
 }
 
-/* out = in W^T + 1 b^T (the bias added by a rank-1 GEMM with the ones column), then ReLU
- * in place when relu. */
 static fg_status linear(work *w, const fg_tensor *in, size_t in_f, const fg_tensor *wt, const fg_tensor *b,
                         fg_tensor *out, size_t out_f, bool relu) {
-  fg_status s = gemm(w, false, true, N_POINTS, out_f, in_f, in->data, in_f, wt->data, in_f, 0.0f, out->data, out_f);
-  if (!s) s = gemm(w, false, false, N_POINTS, out_f, 1, w->ones->data, 1, b->data, out_f, 1.0f, out->data, out_f);
-  if (!s && relu) s = op2(w, FG_OP_RELU, out->data, out->data, N_POINTS * out_f);
-  return s;
+  return spirals_linear(w->dev, NULL, in->data, in_f, wt->data, b->data, w->ones->data, out->data, out_f, relu);
 }
 
 static fg_status forward(work *w, const mlp *m) {
@@ -161,24 +144,9 @@ static fg_status forward(work *w, const mlp *m) {
   return s;
 }
 
-/* Softmax cross-entropy over two logits per row is a few flops a row: it runs on the host,
- * after the logits' download, and its gradient (softmax - onehot) / N goes back up. The
- * mean loss (f64) and the number of correct predictions come with it. */
+/* The loss, the accuracy and the logits' gradient, on the host (train_spirals_net.h). */
 static void loss_host(work *w, double *loss, uint32_t *correct) {
-  double sum = 0;
-  uint32_t ok = 0;
-  for (int i = 0; i < N_POINTS; i++) {
-    const float l0 = w->host_logits[2 * i], l1 = w->host_logits[2 * i + 1];
-    const float mx = l0 > l1 ? l0 : l1;
-    const float e0 = expf(l0 - mx), e1 = expf(l1 - mx), se = e0 + e1;
-    const int y = w->labels[i];
-    sum += (double)logf(se) - (double)((y ? l1 : l0) - mx);
-    ok += (l1 > l0 ? 1 : 0) == y;
-    w->host_dlogits[2 * i] = (e0 / se - (y == 0 ? 1.0f : 0.0f)) / (float)N_POINTS;
-    w->host_dlogits[2 * i + 1] = (e1 / se - (y == 1 ? 1.0f : 0.0f)) / (float)N_POINTS;
-  }
-  *loss = sum / N_POINTS;
-  *correct = ok;
+  spirals_loss(w->host_logits, w->labels, loss, correct, w->host_dlogits);
 }
 
 /* The gradients of the mean loss, written (beta 0) into every parameter's grad. */

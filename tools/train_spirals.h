@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "forgia/forgia.h"
+#include "train_spirals_net.h" /* SPIRALS_POINTS_PER_CLASS */
 
-#define SPIRALS_POINTS_PER_CLASS 100
 #define SPIRALS_HIDDEN 64
 #define SPIRALS_DEFAULT_STEPS 300
 #define SPIRALS_DEFAULT_SEED 1

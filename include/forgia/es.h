@@ -169,7 +169,10 @@ FG_API fg_status fg_es_step(fg_es *es, fg_es_eval_fn eval, void *ctx, fg_es_stat
  * (fg_comm_share) in place with eval, the rewards are all-gathered in member order, and every
  * rank applies the same update, so every rank's parameters are the bits a single process
  * with the same seed computes. An error on any rank is returned on every rank (the others
- * get FG_ERR_STATE naming the failing rank), and then no rank has updated. */
+ * get FG_ERR_STATE naming the failing rank), and then no rank has updated. A regenerating
+ * restore is (x + t) - t, not always x, so in regenerate mode every rank also applies and
+ * removes the other ranks' members (without evaluating them): the drift is then the single
+ * process's. Snapshot mode restores exactly and skips that work. */
 FG_API fg_status fg_es_step_comm(fg_es *es, fg_comm *comm, fg_es_eval_fn eval, void *ctx, fg_es_stats *stats);
 
 /* Replicas: member m's float parameters written into dst[k] (slot k's dtype and element
