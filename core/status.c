@@ -55,6 +55,7 @@ const char *fg_status_name(fg_status s) {
     FG_NAME(FG_ERR_FRAME_CONFIG_MISMATCH);
     FG_NAME(FG_ERR_FRAME_DTYPE_MISMATCH);
     FG_NAME(FG_ERR_FRAME_TRAILING_BYTES);
+    FG_NAME(FG_ERR_QUANTIZED_BASE);
   }
 #undef FG_NAME
   return "FG_ERR_UNKNOWN";

@@ -3,12 +3,15 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "forgia/export.h"
+#include "forgia/export_merge.h"
 #include "util_args.h"
+#include "util_ptqtp.h"
 #include "util_progress.h"
 #include "util_report.h"
 #include "util_signal.h"
@@ -28,8 +31,15 @@ static void usage(FILE *f) {
           "  --experts-dtype  target of *_exps.weight tensors; may requantize a quantized source\n"
           "  --dry-run        print the per-tensor plan and write nothing\n"
           "  --chunk-mib N    f32 working buffer per step (default 64)\n"
+          "  --adapters DIR_OR_FILE --alpha F\n"
+          "                   merge LoRA adapters (a safetensors file, or a checkpoint folder with\n"
+          "                   adapters.safetensors) layers.<i>.<q|k|v|o|gate|up|down>.lora_{a,b} into\n"
+          "                   blk.<i>.attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down.weight\n"
+          "                   of an f32/f16/bf16 GGUF (scale alpha/rank); --alpha is required; not with\n"
+          "                   --dtype/--experts-dtype (merge, then quantize in a second run)\n"
           "Metadata is copied byte-verbatim (split.* keys dropped); a --dtype sets general.file_type.\n"
           "safetensors config.json values become safetensors.config.* keys.\n");
+  fg_ptqtp_cli_usage(f);
 }
 
 typedef struct run_ctx {
@@ -116,17 +126,95 @@ static int target_error(const fg_cli_spec *spec, const char *flag) {
   return fg_cli_usage_error(spec, flag, "%s", problem);
 }
 
+/* --adapters/--alpha: the merge mode (forgia/export_merge.h), its own run over the source. */
+static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char *from_st, const char *out,
+                      const char *dtype, const char *experts, const char *adapters, const char *alpha,
+                      const fg_export_options *opt, bool dry) {
+  if (!adapters) return fg_cli_usage_error(spec, "--alpha", "only with --adapters");
+  if (!alpha)
+    return fg_cli_usage_error(spec, "--alpha", "required with --adapters (the file stores A and B, not alpha)");
+  if (dtype || experts)
+    return fg_cli_usage_error(spec, dtype ? "--dtype" : "--experts-dtype",
+                              "not with --adapters (merge into the base dtype, then quantize in a second run)");
+  if (from_st) return fg_cli_usage_error(spec, "--adapters", "merges into a GGUF model (--from-gguf)");
+  char *end;
+  errno = 0;
+  const float a = strtof(alpha, &end);
+  if (*end || end == alpha || errno || !isfinite(a))
+    return fg_cli_usage_error(spec, "--alpha", "'%s': expected a finite number", alpha);
+  fg_cli_signals_catch();
+  fg_ckpt *src = NULL;
+  fg_export_merge *m = NULL;
+  fg_status st = fg_ckpt_open(from_gguf, &src);
+  if (!st && fg_ckpt_format_of(src) != FG_CKPT_GGUF)
+    st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not GGUF", from_gguf,
+                 fg_ckpt_format_name(fg_ckpt_format_of(src)));
+  if (st) {
+    fg_cli_report("export", from_gguf);
+    fg_ckpt_close(src);
+    return 1;
+  }
+  if (out && (st = fg_export_check_output(src, out)) != FG_OK) {
+    fg_cli_report("export", out);
+    fg_ckpt_close(src);
+    return st == FG_ERR_INVALID_ARG ? 2 : 1;
+  }
+  const fg_export_merge_options mo = {.adapters = adapters, .alpha = a, .chunk_bytes = opt->chunk_bytes};
+  int rc = 0;
+  if ((st = fg_export_merge_open(src, &mo, &m))) {
+    fg_cli_report("export", adapters);
+    fg_ckpt_close(src);
+    return 1;
+  }
+  for (size_t i = 0; i < fg_export_merge_count(m); i++) {
+    uint32_t r;
+    const char *base = fg_export_merge_base(m, i, &r);
+    printf("merge ");
+    fg_cli_puts_escaped(stdout, base, 0);
+    printf(" (rank %" PRIu32 ", scale %g)\n", r, (double)(a / (float)r));
+  }
+  if (!dry) {
+    run_ctx ctx = {.last_done = 0};
+    fg_cli_progress_init(&ctx.bar, false, "tensors", fg_ckpt_count(src), 0);
+    st = fg_export_merge_run(m, out, on_progress, &ctx);
+    fg_cli_progress_clear(&ctx.bar);
+    if (st && fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("export", out);
+    } else if (st) {
+      fg_cli_report("export", out);
+      rc = 1;
+    } else {
+      char rss[32];
+      printf("merged %zu LoRA adapters from ", fg_export_merge_count(m));
+      fg_cli_puts_escaped(stdout, fg_export_merge_path(m), 0);
+      printf(" (alpha %g) into ", (double)a);
+      fg_cli_puts_escaped(stdout, out, 0);
+      printf("; peak RSS %s\n", fg_cli_human_bytes(fg_cli_peak_rss(), rss, sizeof rss));
+    }
+  }
+  fg_export_merge_free(m);
+  fg_ckpt_close(src);
+  return rc;
+}
+
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
-  const char *chunk = NULL;
+  const char *chunk = NULL, *adapters = NULL, *alpha = NULL;
   bool dry = false;
   const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
                              {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
                              {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
-                             {"--dry-run", NULL, &dry}};
+                             {"--dry-run", NULL, &dry},         {"--adapters", &adapters, NULL},
+                             {"--alpha", &alpha, NULL}};
   const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
-  int rc = fg_cli_parse(&spec, argc, argv);
-  if (rc != FG_CLI_GO) return rc;
+  fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
+  int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);
+  if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) {
+    fg_ptqtp_cli_free(&ptqtp);
+    return rc;
+  }
+  if (ptqtp.on) return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
   if (!from_gguf == !from_st)
     return fg_cli_usage_error(&spec, NULL, "give exactly one of --from-gguf and --from-safetensors");
   if (!out && !dry) return fg_cli_usage_error(&spec, "--out", "missing (or give --dry-run)");
@@ -142,6 +230,7 @@ int fg_cmd_export(int argc, char **argv) {
       return fg_cli_usage_error(&spec, "--chunk-mib", "'%s': expected 1..1048576", chunk);
     opt.chunk_bytes = (uint64_t)mib << 20;
   }
+  if (adapters || alpha) return merge_mode(&spec, from_gguf, from_st, out, dtype, experts, adapters, alpha, &opt, dry);
   fg_cli_signals_catch();
   rc = 0;
 

@@ -73,6 +73,8 @@ typedef enum fg_status {
   FG_ERR_FRAME_CONFIG_MISMATCH = 103, /* a structural config field differs */
   FG_ERR_FRAME_DTYPE_MISMATCH = 104,  /* stored state dtype or master presence differs */
   FG_ERR_FRAME_TRAILING_BYTES = 105,  /* bytes after the last frame */
+  /* LoRA */
+  FG_ERR_QUANTIZED_BASE = 120,       /* a LoRA merge into a block-quantized base (merge into f32/f16/bf16, then quantize) */
 } fg_status;
 
 /* Stable upper-case name of a status, e.g. "FG_ERR_TRUNCATED". Never NULL. */

@@ -181,6 +181,7 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
 #include "forgia/elem/op_apollo.h"
 #include "forgia/elem/op_nn.h"
 #include "forgia/elem/op_es.h"
+#include "forgia/elem/op_lora.h"
 
 /* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
 #define FG_OP_F FG_OP_DT_FLOAT
@@ -206,6 +207,7 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
   FG_OP_TABLE_MUON(X)                                                                                          \
   FG_OP_TABLE_APOLLO(X)                                                                                        \
   FG_OP_TABLE_NN(X)                                                                                            \
-  FG_OP_TABLE_ES(X)
+  FG_OP_TABLE_ES(X)                                                                                            \
+  FG_OP_TABLE_LORA(X)
 
 #endif

@@ -23,6 +23,7 @@ case $name in
   ckpt) gen=ckpt_gen.zig ;;
   muon | apollo) gen=gen_$name.zig flags+=(-Dscalar=true) ;;
   frames | optim | set | es | es_ternary) gen=gen_$name.zig ;;
+  ptqtp) gen=gen_ptqtp.zig ;; # fucina_ptqtp.txt (ptqtp.quantizeMatrix planes and stats)
   *) echo "run_gen.sh: unknown generator '$name'" >&2; exit 2 ;;
 esac
 case $name in rng | frames | optim | set) flags+=(${BLAS:+-Dblas=$BLAS}) ;; esac
