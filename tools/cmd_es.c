@@ -87,15 +87,6 @@ static void usage(FILE *f) {
   replay_usage(f);
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return 0;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return 0;
-  *out = v;
-  return 1;
-}
 
 static int spirals(int argc, char **argv) {
   const char *device = NULL, *population = NULL, *target = NULL, *save = NULL, *resume = NULL, *iterations = NULL,
@@ -117,14 +108,14 @@ static int spirals(int argc, char **argv) {
                        .resume_dir = resume};
   double tgt = ES_SPIRALS_DEFAULT_TARGET;
   uint64_t nthreads = 0;
-  if (population && (!parse_u64(population, &o.population) || o.population < 2 || o.population % 2))
+  if (population && (!fg_cli_parse_u64(population, 10, &o.population) || o.population < 2 || o.population % 2))
     return fg_cli_usage_error(&spec, "--population", "'%s' is not an even integer >= 2 (antithetic pairs)", population);
-  if (iterations && !parse_u64(iterations, &o.iterations))
+  if (iterations && !fg_cli_parse_u64(iterations, 10, &o.iterations))
     return fg_cli_usage_error(&spec, "--iterations", "'%s' is not a non-negative integer", iterations);
-  if (seed && !parse_u64(seed, &o.seed))
+  if (seed && !fg_cli_parse_u64(seed, 10, &o.seed))
     return fg_cli_usage_error(&spec, "--seed", "'%s' is not an integer in 0..2^64-1", seed);
   if (seed && resume) return fg_cli_usage_error(&spec, "--seed", "a resumed run takes the checkpoint's seed");
-  if (threads && (!parse_u64(threads, &nthreads) || nthreads == 0 || nthreads > 64))
+  if (threads && (!fg_cli_parse_u64(threads, 10, &nthreads) || nthreads == 0 || nthreads > 64))
     return fg_cli_usage_error(&spec, "--threads", "'%s' is not an integer in 1..64", threads);
   o.threads = (size_t)nthreads;
   if (target) {

@@ -11,6 +11,7 @@
 #include "forgia/export.h"
 #include "forgia/export_merge.h"
 #include "util_args.h"
+#include "util_export_open.h"
 #include "util_ptqtp.h"
 #include "util_progress.h"
 #include "util_report.h"
@@ -145,20 +146,9 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   fg_cli_signals_catch();
   fg_ckpt *src = NULL;
   fg_export_merge *m = NULL;
-  fg_status st = fg_ckpt_open(from_gguf, &src);
-  if (!st && fg_ckpt_format_of(src) != FG_CKPT_GGUF)
-    st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not GGUF", from_gguf,
-                 fg_ckpt_format_name(fg_ckpt_format_of(src)));
-  if (st) {
-    fg_cli_report("export", from_gguf);
-    fg_ckpt_close(src);
-    return 1;
-  }
-  if (out && (st = fg_export_check_output(src, out)) != FG_OK) {
-    fg_cli_report("export", out);
-    fg_ckpt_close(src);
-    return st == FG_ERR_INVALID_ARG ? 2 : 1;
-  }
+  fg_status st;
+  const int open_rc = fg_cli_export_open(from_gguf, FG_CKPT_GGUF, NULL, out, &src);
+  if (open_rc) return open_rc;
   const fg_export_merge_options mo = {.adapters = adapters, .alpha = a, .chunk_bytes = opt->chunk_bytes};
   int rc = 0;
   if ((st = fg_export_merge_open(src, &mo, &m))) {
@@ -238,24 +228,10 @@ int fg_cmd_export(int argc, char **argv) {
   fg_ckpt *src = NULL;
   fg_export_plan *plan = NULL;
   const fg_ckpt_format want = from_gguf ? FG_CKPT_GGUF : FG_CKPT_SAFETENSORS;
-  fg_status st = fg_ckpt_open(in, &src);
-  if (!st && fg_ckpt_format_of(src) != want)
-    st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not %s (use %s)", in,
-                 fg_ckpt_format_name(fg_ckpt_format_of(src)), fg_ckpt_format_name(want),
-                 from_gguf ? "--from-safetensors" : "--from-gguf");
-  if (st) {
-    fg_cli_report("export", in);
-    fg_ckpt_close(src);
-    return 1;
-  }
-  /* where the output goes is checked before any work: a device, FIFO or directory, or one
-   * of the inputs, is a bad --out (exit 2); a missing or unwritable folder a failure (1) */
-  if (out && (st = fg_export_check_output(src, out)) != FG_OK) {
-    fg_cli_report("export", out);
-    fg_ckpt_close(src);
-    return st == FG_ERR_INVALID_ARG ? 2 : 1;
-  }
-  st = fg_export_plan_create(src, &opt, &plan);
+  rc = fg_cli_export_open(in, want, from_gguf ? "--from-safetensors" : "--from-gguf", out, &src);
+  if (rc) return rc;
+  fg_status st = fg_export_plan_create(src, &opt, &plan);
+
   if (st || fg_cli_signal_caught()) {
     if (fg_cli_signal_caught()) {
       rc = fg_cli_interrupted("export", in);

@@ -241,15 +241,6 @@ static void job_free(job *j) {
   optim_cli_config_free(&j->cfg);
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return 0;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return 0;
-  *out = v;
-  return 1;
-}
 
 int fg_cmd_optim(int argc, char **argv) {
   const char *config = NULL, *params = NULL, *grads = NULL, *steps = NULL, *out = NULL, *first = NULL,
@@ -269,8 +260,8 @@ int fg_cmd_optim(int argc, char **argv) {
   j.state_in = state_in;
   j.state_out = state_out;
   j.first = 1;
-  if (!parse_u64(steps, &j.steps)) return fg_cli_usage_error(&spec, "--steps", "'%s' is not a decimal integer", steps);
-  if (first && (!parse_u64(first, &j.first) || j.first + j.steps < j.first))
+  if (!fg_cli_parse_u64(steps, 10, &j.steps)) return fg_cli_usage_error(&spec, "--steps", "'%s' is not a decimal integer", steps);
+  if (first && (!fg_cli_parse_u64(first, 10, &j.first) || j.first + j.steps < j.first))
     return fg_cli_usage_error(&spec, "--first-grad", "'%s' is not a decimal integer (with --steps, below 2^64)", first);
   /* A configuration over 64 MiB is not one. */
   uint8_t *raw = NULL;

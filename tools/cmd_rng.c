@@ -63,19 +63,6 @@ static const rng_cli_kind kinds[] = {
     {"u64", FG_RNG_UNIFORM, false, false, false, false},
 };
 
-/* A decimal u64 written exactly: digits only, no sign, no spaces, no other base. */
-static bool parse_u64(const char *s, uint64_t *out) {
-  if (!*s) return false;
-  uint64_t v = 0;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9') return false;
-    const uint64_t d = (uint64_t)(*s - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return true;
-}
 
 static bool parse_f32(const char *s, float *out) {
   char *end;
@@ -173,11 +160,11 @@ int fg_cmd_rng(int argc, char **argv) {
   if (!j.k) return fg_cli_usage_error(&spec, "--kind", "takes gauss-fast, gauss, uniform, kaiming, dropout or u64, not '%s'", kind);
   if (!seed) return fg_cli_usage_error(&spec, "--seed", "missing");
   if (!count) return fg_cli_usage_error(&spec, "--count", "missing");
-  if (!parse_u64(seed, &j.r.seed))
+  if (!fg_cli_parse_u64(seed, 10, &j.r.seed))
     return fg_cli_usage_error(&spec, "--seed", "'%s' is not a decimal integer 0 .. 18446744073709551615", seed);
-  if (offset && !parse_u64(offset, &j.r.first))
+  if (offset && !fg_cli_parse_u64(offset, 10, &j.r.first))
     return fg_cli_usage_error(&spec, "--offset", "'%s' is not a decimal integer 0 .. 18446744073709551615", offset);
-  if (!parse_u64(count, &j.count))
+  if (!fg_cli_parse_u64(count, 10, &j.count))
     return fg_cli_usage_error(&spec, "--count", "'%s' is not a decimal integer 0 .. 18446744073709551615", count);
   if (j.count && j.r.first > UINT64_MAX - (j.count - 1))
     return fg_cli_usage_error(&spec, "--count", "elements %s + %s run past index 2^64-1", offset ? offset : "0", count);
@@ -201,7 +188,7 @@ int fg_cmd_rng(int argc, char **argv) {
   if (hi && !parse_f32(hi, &j.r.hi)) return fg_cli_usage_error(&spec, "--hi", "'%s' is not a finite number", hi);
   if (lo && hi && !(j.r.lo < j.r.hi))
     return fg_cli_usage_error(&spec, "--lo", "%s is not below --hi %s (as f32)", lo, hi);
-  if (fan_in && (!parse_u64(fan_in, &j.r.fan_in) || j.r.fan_in == 0))
+  if (fan_in && (!fg_cli_parse_u64(fan_in, 10, &j.r.fan_in) || j.r.fan_in == 0))
     return fg_cli_usage_error(&spec, "--fan-in", "'%s' is not a decimal integer >= 1", fan_in);
   if (p && (!parse_f32(p, &j.r.p) || !(j.r.p >= 0.0f && j.r.p < 1.0f)))
     return fg_cli_usage_error(&spec, "--p", "'%s' is not a number in [0, 1)", p);

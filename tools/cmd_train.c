@@ -37,15 +37,6 @@ static void usage(FILE *f) {
           SPIRALS_DEFAULT_STEPS);
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return 0;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end) return 0;
-  *out = v;
-  return 1;
-}
 
 int fg_cmd_train(int argc, char **argv) {
   const char *task = NULL, *optim = NULL, *steps = NULL, *device = NULL, *seed = NULL, *save = NULL, *every = NULL,
@@ -61,12 +52,12 @@ int fg_cmd_train(int argc, char **argv) {
   spirals_opts o = {.kind = FG_OPTIM_ADAMW, .steps = SPIRALS_DEFAULT_STEPS, .seed = SPIRALS_DEFAULT_SEED};
   if (optim && !spirals_parse_optim(optim, &o.kind))
     return fg_cli_usage_error(&spec, "--optim", "'%s' is not sgd, adam, adamw, muon, apollo or apollo-mini", optim);
-  if (steps && !parse_u64(steps, &o.steps))
+  if (steps && !fg_cli_parse_u64(steps, 0, &o.steps))
     return fg_cli_usage_error(&spec, "--steps", "'%s' is not a non-negative integer", steps);
-  if (seed && !parse_u64(seed, &o.seed))
+  if (seed && !fg_cli_parse_u64(seed, 0, &o.seed))
     return fg_cli_usage_error(&spec, "--seed", "'%s' is not an integer in 0..2^64-1", seed);
   if (seed && resume) return fg_cli_usage_error(&spec, "--seed", "a resumed run takes the checkpoint's seed");
-  if (every && (!parse_u64(every, &o.save_every) || o.save_every == 0))
+  if (every && (!fg_cli_parse_u64(every, 0, &o.save_every) || o.save_every == 0))
     return fg_cli_usage_error(&spec, "--save-every", "'%s' is not a positive integer", every);
   if (every && !save) return fg_cli_usage_error(&spec, "--save-every", "needs --save DIR");
   o.save_dir = save;

@@ -1,6 +1,9 @@
 #include "util_args.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util_report.h"
@@ -77,4 +80,14 @@ int fg_cli_parse(const fg_cli_spec *s, int argc, char **argv) {
   }
   if (npos < s->n_pos) return fg_cli_usage_error(s, s->pos_names[npos], "missing");
   return FG_CLI_GO;
+}
+
+bool fg_cli_parse_u64(const char *s, int base, uint64_t *out) {
+  if (!s || !isdigit((unsigned char)*s)) return false;
+  char *end;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, base);
+  if (errno || *end) return false;
+  *out = (uint64_t)v;
+  return true;
 }

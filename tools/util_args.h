@@ -8,6 +8,7 @@
 #define FORGIA_TOOLS_UTIL_ARGS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -32,6 +33,9 @@ typedef struct fg_cli_spec {
 
 /* FG_CLI_GO when the arguments are well-formed, 0 after printing help, 2 after reporting. */
 int fg_cli_parse(const fg_cli_spec *s, int argc, char **argv);
+/* A u64 written exactly (base 10, or 0 for C's 0x / 0 prefixes): no sign, no spaces, nothing
+ * after it, no overflow. */
+bool fg_cli_parse_u64(const char *s, int base, uint64_t *out);
 /* Reports bad usage found after parsing (a bad value) the same way; returns 2. */
 int fg_cli_usage_error(const fg_cli_spec *s, const char *what, const char *fmt, ...)
 #if defined(__GNUC__)

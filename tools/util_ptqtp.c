@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "forgia/export.h"
 #include "forgia/export_ptqtp.h"
+#include "util_export_open.h"
 #include "util_progress.h"
 #include "util_report.h"
 #include "util_signal.h"
@@ -288,20 +289,8 @@ int fg_ptqtp_cli_main(const fg_cli_spec *spec, fg_ptqtp_cli *c, const char *from
   } else {
     fg_cli_signals_catch();
     fg_ckpt *src = NULL;
-    fg_status st = fg_ckpt_open(from_gguf, &src);
-    if (!st && fg_ckpt_format_of(src) != FG_CKPT_GGUF)
-      st = fg_fail(FG_ERR_BAD_MAGIC, "%s: a %s checkpoint, not gguf", from_gguf,
-                   fg_ckpt_format_name(fg_ckpt_format_of(src)));
-    if (st) {
-      fg_cli_report("export", from_gguf);
-      rc = 1;
-    } else if (out && (st = fg_export_check_output(src, out)) != FG_OK) {
-      /* a device, FIFO, directory or the input itself is a bad --out (2) */
-      fg_cli_report("export", out);
-      rc = st == FG_ERR_INVALID_ARG ? 2 : 1;
-    } else {
-      rc = run_mode(c, src, from_gguf, out, dry);
-    }
+    rc = fg_cli_export_open(from_gguf, FG_CKPT_GGUF, NULL, out, &src);
+    if (!rc) rc = run_mode(c, src, from_gguf, out, dry);
     fg_ckpt_close(src);
   }
   fg_ptqtp_cli_free(c);

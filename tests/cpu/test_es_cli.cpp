@@ -16,6 +16,7 @@
 
 #include "es_fucina_cases.h"
 #include "forgia/forgia.h"
+#include "spirals_data.h"
 #include "testutil.h"
 
 namespace {
@@ -37,31 +38,7 @@ std::string line_of(const std::string &out, const char *prefix) {
   return out.substr(p, out.find('\n', p) - p);
 }
 
-bool same_bytes(const std::string &a, const std::string &b) {
-  auto x = fgt::read_file(a), y = fgt::read_file(b);
-  return !x.empty() && x == y;
-}
 
-// The data of tools/train_spirals_net.c regenerated from the library's RNG.
-void spirals_data(uint64_t seed, std::vector<float> &xy, std::vector<int> &label) {
-  std::vector<float> noise(400);
-  fg_rng_spec r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = FG_RNG_GAUSS;
-  r.seed = fg_rng_at(seed, 0);
-  r.scale = 0.02f;
-  ASSERT_EQ(FG_OK, fg_rng_fill_host(&r, noise.data(), noise.size()));
-  xy.assign(400, 0);
-  label.assign(200, 0);
-  for (int i = 0; i < 100; i++)
-    for (int c = 0; c < 2; c++) {
-      const int row = 2 * i + c;
-      const double t = 0.1 + 0.9 * i / 99, a = 3.0 * M_PI * t + c * M_PI;
-      xy[2 * row] = (float)(t * std::cos(a)) + noise[2 * row];
-      xy[2 * row + 1] = (float)(t * std::sin(a)) + noise[2 * row + 1];
-      label[row] = c;
-    }
-}
 
 // Correct predictions of the saved model.safetensors (f64 forward written here), and for a
 // ternary run whether every fc2.weight value is -d, 0 or +d of one d.
@@ -88,7 +65,7 @@ int host_correct(const std::string &model, uint64_t seed, bool *ternary_values) 
   }
   std::vector<float> xy;
   std::vector<int> label;
-  spirals_data(seed, xy, label);
+  fgt::spirals_data(seed, xy, label);
   int ok = 0;
   for (int n = 0; n < 200; n++) {
     double h1[64], h2[64], l[2];
@@ -165,8 +142,8 @@ TEST(EsCli, ResumeContinuesBitExactlyForAnyWorkerCount) {
     EXPECT_EQ(line_of(straight, "params: fnv1a64 "), line_of(resumed, "params: fnv1a64 "));
     EXPECT_EQ(line_of(straight, "final: "), line_of(resumed, "final: "));
     EXPECT_NE(line_of(straight, "params: fnv1a64 "), line_of(half, "params: fnv1a64 "));
-    EXPECT_TRUE(same_bytes(a + "/model.safetensors", b + "/model.safetensors"));
-    EXPECT_TRUE(same_bytes(a + "/trainer_state.json", b + "/trainer_state.json"));
+    EXPECT_TRUE(fgt::same_bytes(a + "/model.safetensors", b + "/model.safetensors"));
+    EXPECT_TRUE(fgt::same_bytes(a + "/trainer_state.json", b + "/trainer_state.json"));
   }
 }
 

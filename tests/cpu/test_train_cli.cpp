@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "forgia/forgia.h"
+#include "spirals_data.h"
 #include "testutil.h"
 
 namespace {
@@ -27,32 +28,7 @@ double accuracy_of(const std::string &out) {
   return a == std::string::npos ? -1 : std::atof(out.c_str() + a + 9);
 }
 
-bool same_bytes(const std::string &a, const std::string &b) {
-  auto x = fgt::read_file(a), y = fgt::read_file(b);
-  return !x.empty() && x == y;
-}
 
-// The data set of train_spirals.c, regenerated from the library's RNG: two spirals of 1.5
-// turns, 100 points each, gaussian noise 0.02 from the stream fg_rng_at(seed, 0).
-void spirals(uint64_t seed, std::vector<float> &xy, std::vector<int> &label) {
-  std::vector<float> noise(400);
-  fg_rng_spec r;
-  std::memset(&r, 0, sizeof r);
-  r.kind = FG_RNG_GAUSS;
-  r.seed = fg_rng_at(seed, 0);
-  r.scale = 0.02f;
-  ASSERT_EQ(FG_OK, fg_rng_fill_host(&r, noise.data(), noise.size()));
-  xy.assign(400, 0);
-  label.assign(200, 0);
-  for (int i = 0; i < 100; i++)
-    for (int c = 0; c < 2; c++) {
-      const int row = 2 * i + c;
-      const double t = 0.1 + 0.9 * i / 99, a = 3.0 * M_PI * t + c * M_PI;
-      xy[2 * row] = (float)(t * std::cos(a)) + noise[2 * row];
-      xy[2 * row + 1] = (float)(t * std::sin(a)) + noise[2 * row + 1];
-      label[row] = c;
-    }
-}
 
 // The saved state dict, loaded strictly by name, classifies the data (an f64 forward pass
 // written here, independent of the CLI's GEMM path). Returns the number of correct points.
@@ -69,7 +45,7 @@ int host_correct(const std::string &model, uint64_t seed) {
   EXPECT_EQ(FG_OK, fg_state_dict_load_file(model.c_str(), d, 6, nullptr, nullptr)) << fg_last_error();
   std::vector<float> xy;
   std::vector<int> label;
-  spirals(seed, xy, label);
+  fgt::spirals_data(seed, xy, label);
   int ok = 0;
   for (int n = 0; n < 200; n++) {
     double h1[64], h2[64], l[2];
@@ -154,7 +130,7 @@ TEST(TrainCli, HalfSaveResumeHalfEqualsOneRunByteForByte) {
     ASSERT_EQ(0, fgt::run(train("--steps 80 --resume " + b + " --save " + b + opt), &out, &err)) << err;
     EXPECT_NE(std::string::npos, out.find("steps 40..80")) << out;
     for (const char *f : {"model.safetensors", "optimizer.fucina", "trainer_state.json"})
-      EXPECT_TRUE(same_bytes(a + "/" + f, b + "/" + f)) << f;
+      EXPECT_TRUE(fgt::same_bytes(a + "/" + f, b + "/" + f)) << f;
   }
 }
 
@@ -164,8 +140,8 @@ TEST(TrainCli, TheSeedDecidesEverything) {
   ASSERT_EQ(0, fgt::run(train("--device cpu --steps 20 --seed 5 --save " + d.file("a")), nullptr, &err)) << err;
   ASSERT_EQ(0, fgt::run(train("--device cpu --steps 20 --seed 5 --save " + d.file("b")), nullptr, &err)) << err;
   ASSERT_EQ(0, fgt::run(train("--device cpu --steps 20 --seed 6 --save " + d.file("c")), nullptr, &err)) << err;
-  EXPECT_TRUE(same_bytes(d.file("a/model.safetensors"), d.file("b/model.safetensors")));
-  EXPECT_FALSE(same_bytes(d.file("a/model.safetensors"), d.file("c/model.safetensors")));
+  EXPECT_TRUE(fgt::same_bytes(d.file("a/model.safetensors"), d.file("b/model.safetensors")));
+  EXPECT_FALSE(fgt::same_bytes(d.file("a/model.safetensors"), d.file("c/model.safetensors")));
   // --save-every leaves a committed checkpoint at the last step
   ASSERT_EQ(0, fgt::run(train("--device cpu --steps 30 --save-every 20 --save " + d.file("e")), nullptr, &err)) << err;
   fg_trainer_state ts;
@@ -202,7 +178,7 @@ TEST(TrainCli, DemoTrainingPartPassesEveryCheck) {
   ASSERT_EQ(0, fgt::run(cli("demo --only train --device cpu --dir " + d.file("demo")), &out, &err)) << out << err;
   EXPECT_NE(std::string::npos, out.find("memcmp-equal to the uninterrupted run")) << out;
   EXPECT_NE(std::string::npos, out.find("every check passed")) << out;
-  EXPECT_TRUE(same_bytes(d.file("demo/train/full/model.safetensors"), d.file("demo/train/resumed/model.safetensors")));
+  EXPECT_TRUE(fgt::same_bytes(d.file("demo/train/full/model.safetensors"), d.file("demo/train/resumed/model.safetensors")));
   fg_ckpt *g = nullptr;
   ASSERT_EQ(FG_OK, fg_ckpt_open(d.file("demo/train/spirals.gguf").c_str(), &g)) << fg_last_error();
   EXPECT_EQ(6u, fg_ckpt_count(g));
@@ -217,6 +193,6 @@ TEST(TrainCli, CudaTrainsTheSameBytesAsTheCpu) {
   std::string err;
   ASSERT_EQ(0, fgt::run(train("--device cpu --steps 50 --save " + d.file("c")), nullptr, &err)) << err;
   ASSERT_EQ(0, fgt::run(train("--device cuda --steps 50 --save " + d.file("g")), nullptr, &err)) << err;
-  EXPECT_TRUE(same_bytes(d.file("c/model.safetensors"), d.file("g/model.safetensors")));
-  EXPECT_TRUE(same_bytes(d.file("c/optimizer.fucina"), d.file("g/optimizer.fucina")));
+  EXPECT_TRUE(fgt::same_bytes(d.file("c/model.safetensors"), d.file("g/model.safetensors")));
+  EXPECT_TRUE(fgt::same_bytes(d.file("c/optimizer.fucina"), d.file("g/optimizer.fucina")));
 }
