@@ -259,7 +259,11 @@ fg_status fg_es_capture_anchor(fg_es *es) {
   size_t *off = malloc(es->nslots * sizeof *off);
   if (!off) return fg_fail(FG_ERR_NOMEM, "fg_es_capture_anchor: out of memory");
   size_t total = 0;
+  /* Each slot starts on a 256-byte boundary: the ops load the anchor as the slot's dtype
+   * (an f16 slot of odd length would leave the next f32 slot misaligned) and CUDA wants
+   * aligned vector loads. */
   for (size_t k = 0; k < es->nslots; k++) {
+    total = (total + 255u) & ~(size_t)255u;
     off[k] = total;
     total += (size_t)es->slots[k].t->nbytes;
   }
