@@ -31,7 +31,12 @@ if(FORGIA_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   add_test(NAME cli.es_mpi
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_es_mpi_cli.sh $<TARGET_FILE:forgia_cli>
             ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
-  set_tests_properties(cli.es_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 900 ENVIRONMENT "${FORGIA_MPI_TEST_ENV}")
+  set(es_mpi_env ${FORGIA_MPI_TEST_ENV})
+  if(FORGIA_SANITIZE)
+    # 60 iterations and no accuracy bar: equal bits and clean memory are what a sanitized run checks.
+    list(APPEND es_mpi_env "FORGIA_ES_MPI_EXTRA=--iterations 60 --target 0")
+  endif()
+  set_tests_properties(cli.es_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 900 ENVIRONMENT "${es_mpi_env}")
 
   # The NCCL communicator: one GPU per rank (NCCL refuses two ranks on one GPU), so np 2
   # skips (exit 77) on a one-GPU machine.
