@@ -14,6 +14,8 @@ endmacro()
 
 forgia_require_pc(HWLOC hwloc libhwloc-dev)
 forgia_require_pc(CJSON libcjson libcjson-dev)
+# PCRE2 runs the tokenizers' pre-tokenizer regexes (formats/tokenizer_pre.c).
+forgia_require_pc(PCRE2 libpcre2-8 libpcre2-dev)
 # CBLAS for the CPU's fast GEMM (cpu/cpu_gemm.c); cuBLAS comes with the CUDA toolkit.
 forgia_require_pc(OPENBLAS openblas libopenblas-dev)
 

@@ -33,20 +33,21 @@ struct fg_model {
 
 /* ---- small public helpers ---------------------------------------------------------------- */
 
-static const char *const fg_load_dtype_names[] = {"keep", "f32", "bf16", "f16", "dequant"};
+static const char *const fg_load_dtype_names[] = {"keep", "f32", "bf16", "f16", "dequant", "f64"};
+#define FG_LOAD_DTYPE_COUNT 6
 
 fg_status fg_load_dtype_from_name(const char *name, fg_load_dtype *out) {
   if (!name || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_load_dtype_from_name: NULL argument");
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < FG_LOAD_DTYPE_COUNT; i++)
     if (strcmp(name, fg_load_dtype_names[i]) == 0) {
       *out = (fg_load_dtype)i;
       return FG_OK;
     }
-  return fg_fail(FG_ERR_INVALID_ARG, "unknown dtype policy '%s' (expected keep, f32, bf16, f16 or dequant)", name);
+  return fg_fail(FG_ERR_INVALID_ARG, "unknown dtype policy '%s' (expected keep, f32, bf16, f16, dequant or f64)", name);
 }
 
 const char *fg_load_dtype_name(fg_load_dtype p) {
-  return (unsigned)p < 5 ? fg_load_dtype_names[p] : "invalid";
+  return (unsigned)p < FG_LOAD_DTYPE_COUNT ? fg_load_dtype_names[p] : "invalid";
 }
 
 bool fg_load_is_half(fg_dtype t) { return t == FG_F16 || t == FG_BF16; }
@@ -60,8 +61,16 @@ fg_dtype fg_load_target_dtype(fg_load_dtype p, fg_dtype stored) {
   case FG_LOAD_DTYPE_BF16: return cvt ? FG_BF16 : stored;
   case FG_LOAD_DTYPE_F16: return cvt ? FG_F16 : stored;
   case FG_LOAD_DTYPE_DEQUANT: return quant ? FG_F32 : stored;
+  case FG_LOAD_DTYPE_F64: return (quant || cvt) ? FG_F64 : stored;
   default: return stored;
   }
+}
+
+fg_dtype fg_load_options_target(const fg_load_options *o, fg_dtype stored) {
+  if (!o) return stored;
+  const fg_dtype_traits *tr = fg_dtype_info(stored);
+  if ((o->flags & FG_LOAD_FLAG_KEEP_QUANT) && tr && tr->is_quant) return stored;
+  return fg_load_target_dtype(o->dtype, stored);
 }
 
 void fg_load_options_init(fg_load_options *o) {
@@ -209,12 +218,12 @@ static fg_status select_tensors(const fg_ckpt *src, const fg_load_options *o, bo
   return FG_OK;
 }
 
-static fg_status plan_tensor(const fg_ckpt *src, fg_device *dev, const fg_ckpt_tensor *t, fg_load_dtype policy,
-                             bool cpu_direct,
-                             unsigned flags, fg_dtype *out_dtype, fg_load_how *how, uint64_t *out_bytes) {
+static fg_status plan_tensor(const fg_ckpt *src, fg_device *dev, const fg_ckpt_tensor *t, const fg_load_options *o,
+                             bool cpu_direct, fg_dtype *out_dtype, fg_load_how *how, uint64_t *out_bytes) {
   const char *path = fg_ckpt_file_at(src, t->file)->path;
   const uint64_t row = fg_load_row(t);
-  fg_dtype od = fg_load_target_dtype(policy, t->dtype);
+  const unsigned flags = o->flags;
+  fg_dtype od = fg_load_options_target(o, t->dtype);
   *out_dtype = od;
   if (od == t->dtype) {
     *how = (cpu_direct && !(flags & FG_LOAD_FLAG_COPY)) ? FG_HOW_BORROW : FG_HOW_COPY;
@@ -222,7 +231,16 @@ static fg_status plan_tensor(const fg_ckpt *src, fg_device *dev, const fg_ckpt_t
     return FG_OK;
   }
   const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
-  if (tr->is_quant) {
+  if (od == FG_F64) {
+    /* the host converts: a block type needs the row decoder, whole rows of blocks */
+    if (tr->is_quant && !fg_quant_can_decode(t->dtype))
+      return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor %s: this build cannot decode %s on the host for an f64 load", path,
+                     t->name, fg_dtype_name(t->dtype));
+    if (tr->is_quant && (row == 0 || row % tr->block_elems || t->numel % row))
+      return fg_fail(FG_ERR_BAD_ROW, "%s: tensor %s: rows of %llu elements are not whole %s blocks of %u", path,
+                     t->name, (unsigned long long)row, fg_dtype_name(t->dtype), tr->block_elems);
+    *how = FG_HOW_WIDEN64;
+  } else if (tr->is_quant) {
     if (!fg_quant_can_decode(t->dtype) && fg_convert(dev, NULL, FG_F32, NULL, t->dtype, 0, NULL) != FG_OK)
       return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor %s: this build cannot dequantize %s to f32", path, t->name,
                      fg_dtype_name(t->dtype));
@@ -296,7 +314,7 @@ static fg_status build_model(const fg_ckpt *src, fg_device *dev, const fg_load_o
     mt->numel = t->numel;
     mt->file = t->file;
     mt->file_offset = t->offset;
-    if ((s = plan_tensor(src, dev, t, o->dtype, cpu_direct, o->flags, &mt->dtype, &it->how, &mt->nbytes))) goto done;
+    if ((s = plan_tensor(src, dev, t, o, cpu_direct, &mt->dtype, &it->how, &mt->nbytes))) goto done;
     it->src = t;
     it->out = mt;
     if (it->how == FG_HOW_BORROW) {
@@ -372,8 +390,11 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   fg_load_options defaults;
   fg_load_options_init(&defaults);
   const fg_load_options *o = opt ? opt : &defaults;
-  if ((unsigned)o->dtype > FG_LOAD_DTYPE_DEQUANT)
+  if ((unsigned)o->dtype >= FG_LOAD_DTYPE_COUNT)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: dtype policy %d out of range", (int)o->dtype);
+  if ((o->flags & FG_LOAD_FLAG_KEEP_QUANT) && o->dtype == FG_LOAD_DTYPE_DEQUANT)
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: FG_LOAD_FLAG_KEEP_QUANT contradicts the dequant policy "
+                   "(which only changes block types)");
   /* Ring sizes are checked whatever the target, so that a bad option fails the same way on
    * every machine. */
   if (!o->ring && (o->ring_count > FG_LOAD_RING_MAX_COUNT ||

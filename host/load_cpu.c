@@ -139,9 +139,9 @@ static uint64_t chunk_step(const fg_load_item *it, uint64_t *unit_out) {
   const fg_ckpt_tensor *t = it->src;
   const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
   uint64_t step = FG_CPU_CHUNK, unit = 1;
-  if (it->how == FG_HOW_CONVERT) {
+  if (it->how == FG_HOW_CONVERT || (it->how == FG_HOW_WIDEN64 && !tr->is_quant)) {
     unit = tr->block_bytes;
-  } else if (it->how == FG_HOW_DEQUANT) {
+  } else if (it->how == FG_HOW_DEQUANT || it->how == FG_HOW_WIDEN64) {
     unit = fg_load_row(t) / tr->block_elems * tr->block_bytes; /* one row */
   }
   if (step < unit) step = unit;
@@ -289,6 +289,17 @@ static fg_status dequant(fg_load_ctx *c, const fg_load_item *it, cpu_work *w, ui
   return fg_convert(c->dev, out, FG_F32, w->bounce, t->dtype, (size_t)(rows * row), NULL);
 }
 
+/* Converts t's stored bytes [off, off+len), read into w->bounce, to f64 in the output: a run
+ * of elements for a float type, whole rows for a block type. */
+static fg_status widen64(const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len) {
+  const fg_ckpt_tensor *t = it->src;
+  const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
+  uint64_t first = off / tr->block_bytes * tr->block_elems, n = len / tr->block_bytes * tr->block_elems;
+  int64_t row = tr->is_quant ? (int64_t)fg_load_row(t) : (int64_t)n;
+  int64_t rows = row ? (int64_t)(n / (uint64_t)row) : 0;
+  return fg_load_to_f64(t->dtype, w->bounce, (size_t)len, (double *)it->out->data + first, rows, row);
+}
+
 static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf, cpu_work *w) {
   const fg_ckpt_tensor *t = it->src;
   fg_model_tensor *mt = it->out;
@@ -313,6 +324,12 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
     case FG_HOW_DEQUANT:
       if ((s = read_chunk(c, w, t, off, len, w->bounce, NULL))) return s;
       if ((s = dequant(c, it, w, off, len, unit)))
+        return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
+                              (unsigned long long)(t->offset + off));
+      break;
+    case FG_HOW_WIDEN64:
+      if ((s = read_chunk(c, w, t, off, len, w->bounce, NULL))) return s;
+      if ((s = widen64(it, w, off, len)))
         return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
                               (unsigned long long)(t->offset + off));
       break;

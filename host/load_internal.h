@@ -6,6 +6,7 @@
  *   load_ring.c      pinned staging ring (buffers, events, copy stream)
  *   load_staged.c    the pipeline: staging thread -> ring -> copy stream -> convert
  *   load_cpu.c       the CPU target: borrow, or read (guarded) and convert/dequantize
+ *   load_f64.c       the host conversion of f64 destinations
  *   load.c           options, filter, plan, the model container and lookup */
 #ifndef FORGIA_HOST_LOAD_INTERNAL_H
 #define FORGIA_HOST_LOAD_INTERNAL_H
@@ -77,6 +78,7 @@ typedef enum fg_load_how {
   FG_HOW_COPY,        /* same dtype, own memory */
   FG_HOW_CONVERT,     /* f32/f16/bf16 pair (fg_convert / fg_cpu_convert) */
   FG_HOW_DEQUANT,     /* block type -> f32 (fg_quant_decode_rows on the host) */
+  FG_HOW_WIDEN64,     /* f32/f16/bf16 or a block type -> f64, on the host (fg_load_to_f64) */
 } fg_load_how;
 
 typedef struct fg_load_item {
@@ -107,6 +109,12 @@ fg_status fg_load_final_check(fg_load_ctx *c);
 bool fg_load_verbose(void);
 /* f16 or bf16: the pair fg_convert can only join through f32. */
 bool fg_load_is_half(fg_dtype t);
+
+/* f64 output on the host (host/load_f64.c): nrows rows of rowlen elements stored as st
+ * (f32, f16, bf16, or a block type the row codecs decode) in src_bytes, into dst. Floats
+ * widen exactly; blocks decode to f32 as ggml does and then widen. The bits do not depend
+ * on the thread count. */
+fg_status fg_load_to_f64(fg_dtype st, const void *src, size_t src_bytes, double *dst, int64_t nrows, int64_t rowlen);
 
 /* The two ways of running a plan. Both leave partial output to the caller to free. */
 fg_status fg_load_run_cpu(fg_load_ctx *c);

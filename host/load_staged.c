@@ -88,9 +88,10 @@ static bool next_piece(const staged *g, size_t *item, uint64_t *off, piece *p) {
       p->n = units * be;
       p->src_len = units * bb;
       p->dst_off = *off / bb * be * de;
-    } else { /* FG_HOW_DEQUANT: whole rows when a row fits the buffer, else whole blocks */
-      uint64_t be = tr->block_elems, bb = tr->block_bytes;
-      uint64_t per_buf = B / (be * 4), per_row = fg_load_row(t) / be, left = rem / bb;
+    } else { /* FG_HOW_DEQUANT, FG_HOW_WIDEN64: whole rows when a row fits the buffer, else
+              * whole blocks (a float type: be = 1) */
+      uint64_t be = tr->block_elems, bb = tr->block_bytes, oe = it->how == FG_HOW_WIDEN64 ? 8 : 4;
+      uint64_t per_buf = B / (be * oe), per_row = fg_load_row(t) / be, left = rem / bb;
       uint64_t blocks;
       if (per_buf >= per_row && *off % (per_row * bb) == 0) {
         uint64_t rows = per_buf / per_row, rows_left = left / per_row;
@@ -108,7 +109,7 @@ static bool next_piece(const staged *g, size_t *item, uint64_t *off, piece *p) {
       }
       p->src_len = blocks * bb;
       p->n = blocks * be;
-      p->dst_off = *off / bb * be * 4;
+      p->dst_off = *off / bb * be * oe;
     }
     *off += p->src_len;
     p->last = *off >= t->nbytes;
@@ -140,9 +141,11 @@ static fg_status fill(staged *g, const piece *p, void *buf) {
   if (p->src_len == 0) return FG_OK;
   fg_status s = fg_load_io_check(g->c->io, t, p->src_off);
   if (s) return s;
-  if (it->how != FG_HOW_DEQUANT) return fg_load_io_read(g->c->io, t, p->src_off, buf, (size_t)p->src_len, g->fill_threads);
+  if (it->how != FG_HOW_DEQUANT && it->how != FG_HOW_WIDEN64)
+    return fg_load_io_read(g->c->io, t, p->src_off, buf, (size_t)p->src_len, g->fill_threads);
   if ((s = fg_load_io_read(g->c->io, t, p->src_off, g->bounce, (size_t)p->src_len, g->fill_threads))) return s;
-  s = fg_quant_decode_rows(t->dtype, g->bounce, (size_t)p->src_len, buf, p->nrows, p->rowlen);
+  if (it->how == FG_HOW_WIDEN64) s = fg_load_to_f64(t->dtype, g->bounce, (size_t)p->src_len, buf, p->nrows, p->rowlen);
+  else s = fg_quant_decode_rows(t->dtype, g->bounce, (size_t)p->src_len, buf, p->nrows, p->rowlen);
   if (s)
     return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(g->c->io, t), t->name,
                           (unsigned long long)(t->offset + p->src_off));
@@ -236,6 +239,7 @@ static fg_status submit(staged *g, uint32_t b, const piece *p) {
   switch (it->how) {
   case FG_HOW_COPY: s = fg_device_copy_async(c->dev, dst, r->buf[b], (size_t)p->src_len, FG_COPY_H2D, r->stream); break;
   case FG_HOW_DEQUANT: s = fg_device_copy_async(c->dev, dst, r->buf[b], (size_t)p->n * 4, FG_COPY_H2D, r->stream); break;
+  case FG_HOW_WIDEN64: s = fg_device_copy_async(c->dev, dst, r->buf[b], (size_t)p->n * 8, FG_COPY_H2D, r->stream); break;
   case FG_HOW_CONVERT: {
     void *sc = g->scratch[b];
     s = fg_device_copy_async(c->dev, sc, r->buf[b], (size_t)p->src_len, FG_COPY_H2D, r->stream);
@@ -271,10 +275,11 @@ static fg_status alloc_work(staged *g) {
       /* The device decodes this block type itself: copy the (smaller) quantized bytes. */
       c->items[i].how = FG_HOW_CONVERT;
       convert = true;
-    } else if (it->how == FG_HOW_DEQUANT) {
+    } else if (it->how == FG_HOW_DEQUANT || it->how == FG_HOW_WIDEN64) {
       fg_clear_error();
       const fg_dtype_traits *tr = fg_dtype_info(it->src->dtype);
-      size_t need = g->r->bytes / ((size_t)tr->block_elems * 4) * tr->block_bytes;
+      size_t oe = it->how == FG_HOW_WIDEN64 ? 8 : 4;
+      size_t need = g->r->bytes / ((size_t)tr->block_elems * oe) * tr->block_bytes;
       if (need > bounce) bounce = need;
     }
   }

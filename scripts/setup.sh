@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # openmpi-bin and libopenmpi-dev: the MPI communicator and its tests (mpirun -np 2 and 3).
-debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libopenblas-dev libgtest-dev python3-venv openmpi-bin libopenmpi-dev)
+debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libpcre2-dev libopenblas-dev libgtest-dev python3-venv openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

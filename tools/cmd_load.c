@@ -23,14 +23,17 @@ const char fg_cmd_load_summary[] = "load a GGUF/safetensors checkpoint onto a de
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: forgia load PATH [--device cpu|cuda|cuda:N] [--only REGEX] [--dtype keep|f32|bf16|f16|dequant]\n"
+          "usage: forgia load PATH [--device cpu|cuda|cuda:N] [--only REGEX]\n"
+          "                        [--dtype keep|f32|bf16|f16|dequant|f64] [--keep-quant]\n"
           "                        [--ring N,SIZE] [--lazy] [--list] [--bench]\n"
           "\n"
           "PATH is a GGUF file, part 1 of a split GGUF, a safetensors file or a Hugging Face directory.\n"
           "  --device   target (default auto: the first GPU when present, else the CPU)\n"
           "  --only     load only tensors whose name matches the POSIX extended REGEX\n"
           "  --dtype    keep stored dtypes (default); f32 widens f16/bf16 and dequantizes block types;\n"
-          "             bf16/f16 narrow float tensors; dequant only dequantizes block types\n"
+          "             bf16/f16 narrow float tensors; dequant only dequantizes block types;\n"
+          "             f64 widens float tensors and decodes block types to f64 (on the host)\n"
+          "  --keep-quant  block types stay quantized: --dtype applies to float tensors only\n"
           "  --ring     staging ring: N pinned buffers of SIZE bytes (K/M/G suffixes), default 4,16M\n"
           "  --lazy     CPU: borrow kept tensors without reading their pages\n"
           "  --list     print every loaded tensor (name, dtype, shape, bytes)\n"
@@ -98,7 +101,7 @@ typedef struct args {
   const char *path, *device, *only, *dtype, *ring;
   uint32_t ring_count;
   size_t ring_bytes;
-  bool bench, list, lazy;
+  bool bench, list, lazy, keep_quant;
 } args;
 
 static const char synopsis[] = "forgia load PATH [--device D] [options]";
@@ -164,7 +167,7 @@ int fg_cmd_load(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   const fg_cli_opt opts[] = {{"--device", &a.device, NULL}, {"--only", &a.only, NULL},  {"--dtype", &a.dtype, NULL},
                              {"--ring", &a.ring, NULL},     {"--bench", NULL, &a.bench}, {"--list", NULL, &a.list},
-                             {"--lazy", NULL, &a.lazy}};
+                             {"--lazy", NULL, &a.lazy},     {"--keep-quant", NULL, &a.keep_quant}};
   static const char *const pos_names[] = {"PATH"};
   const fg_cli_spec spec = {"load", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &a.path, 1};
   int rc = fg_cli_parse(&spec, argc, argv);
@@ -173,7 +176,9 @@ int fg_cmd_load(int argc, char **argv) {
   fg_load_options o;
   fg_load_options_init(&o);
   if (a.dtype && fg_load_dtype_from_name(a.dtype, &o.dtype) != FG_OK)
-    return fg_cli_usage_error(&spec, "--dtype", "'%s': expected keep, f32, bf16, f16 or dequant", a.dtype);
+    return fg_cli_usage_error(&spec, "--dtype", "'%s': expected keep, f32, bf16, f16, dequant or f64", a.dtype);
+  if (a.keep_quant && o.dtype == FG_LOAD_DTYPE_DEQUANT)
+    return fg_cli_usage_error(&spec, "--keep-quant", "contradicts --dtype dequant (which only changes block types)");
   regex_t re;
   if (a.only) {
     int e = regcomp(&re, a.only, REG_EXTENDED | REG_NOSUB);
@@ -188,6 +193,7 @@ int fg_cmd_load(int argc, char **argv) {
   o.ring_count = a.ring_count;
   o.ring_bytes = a.ring_bytes;
   if (a.lazy) o.flags |= FG_LOAD_FLAG_LAZY;
+  if (a.keep_quant) o.flags |= FG_LOAD_FLAG_KEEP_QUANT;
 
   fg_device *dev = NULL;
   fg_model *m = NULL;

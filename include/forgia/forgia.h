@@ -41,6 +41,8 @@
 #include "forgia/apollo.h"
 #include "forgia/es_trits.h"
 #include "forgia/gguf.h"
+#include "forgia/gguf_stream.h"
+#include "forgia/tokenizer.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
 #include "forgia/state_dict.h"

@@ -72,16 +72,21 @@ extern "C" {
 #endif
 
 /* What dtype each tensor gets on the device. Only f32, f16, bf16 and the ggml block types
- * are ever converted; integers, bool, f64 and the F8/F6/F4 kinds are always kept. */
+ * are ever converted; integers, bool, f64 and the F8/F6/F4 kinds are always kept.
+ * FG_LOAD_FLAG_KEEP_QUANT (below) keeps block types as stored under every policy. */
 typedef enum fg_load_dtype {
   FG_LOAD_DTYPE_KEEP = 0,    /* every tensor as stored */
   FG_LOAD_DTYPE_F32 = 1,     /* f16/bf16 widened to f32; block types dequantized to f32 */
   FG_LOAD_DTYPE_BF16 = 2,    /* f32 and f16 -> bf16; block types kept */
   FG_LOAD_DTYPE_F16 = 3,     /* f32 and bf16 -> f16; block types kept */
   FG_LOAD_DTYPE_DEQUANT = 4, /* block types dequantized to f32; float types kept */
+  FG_LOAD_DTYPE_F64 = 5,     /* f32/f16/bf16 widened to f64 (exactly); block types decoded to f32
+                                as ggml does, then widened. Converted on the host whatever the
+                                target (the staged path copies f64 bytes), so a block type needs
+                                a host decoder (fg_quant_can_decode), else FG_ERR_UNSUPPORTED */
 } fg_load_dtype;
 
-/* "keep", "f32", "bf16", "f16", "dequant"; FG_ERR_INVALID_ARG for anything else. */
+/* "keep", "f32", "bf16", "f16", "dequant", "f64"; FG_ERR_INVALID_ARG for anything else. */
 FG_API fg_status fg_load_dtype_from_name(const char *name, fg_load_dtype *out);
 FG_API const char *fg_load_dtype_name(fg_load_dtype p);
 /* The dtype a tensor stored as `stored` gets under policy p. */
@@ -134,6 +139,10 @@ FG_API void fg_load_ring_free(fg_load_ring *r); /* NULL-safe */
 #define FG_LOAD_FLAG_COPY 2u    /* CPU: copy kept tensors into owned memory instead of borrowing */
 #define FG_LOAD_FLAG_STAGED 4u  /* any target: go through the pinned ring and the copy stream (the
                               GPU path; on the CPU it exercises that path without a GPU) */
+#define FG_LOAD_FLAG_KEEP_QUANT 8u /* block types stay as stored (their bytes, borrowed or copied
+                              as any kept tensor): the dtype policy then applies to float
+                              tensors only, so f32 or f64 widens f16/bf16 and leaves a Q8_0
+                              matrix quantized. With FG_LOAD_DTYPE_DEQUANT, FG_ERR_INVALID_ARG */
 
 typedef struct fg_load_options {
   /* Filter: with names, exactly those tensors (a name the source lacks is FG_ERR_NOT_FOUND);
@@ -157,6 +166,9 @@ typedef struct fg_load_options {
 
 /* Zeroes o: all tensors, kept dtypes, default ring, no callbacks. */
 FG_API void fg_load_options_init(fg_load_options *o);
+/* The dtype a tensor stored as `stored` gets under o's policy and flags (KEEP_QUANT
+ * included); o NULL: the defaults (stored). */
+FG_API fg_dtype fg_load_options_target(const fg_load_options *o, fg_dtype stored);
 
 /* ---- the loaded model ------------------------------------------------------------------ */
 

@@ -65,6 +65,17 @@ FG_API fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrow
 FG_API fg_status fg_quant_decode_rows(fg_dtype t, const void *src, size_t src_bytes,
                                float *dst, int64_t nrows, int64_t n);
 
+/* Row gather without decoding: dst row i is a byte copy of src row rows[i], for a matrix of
+ * nrows rows of n elements stored as t (any valid dtype; a block type's row is its blocks,
+ * so the rows stay quantized and no value is expanded: how a fused q|gate projection is
+ * split). src_bytes must be nrows row-sizes and dst_bytes nidx row-sizes (FG_ERR_BAD_ROW
+ * naming expected and found); n must be a whole number of t's blocks (FG_ERR_BAD_ROW naming
+ * n and the block); an index outside [0, nrows) is FG_ERR_RANGE naming its position and
+ * value, found before anything is written. Indices may repeat and come in any order. src
+ * and dst must not overlap. */
+FG_API fg_status fg_quant_gather_rows(fg_dtype t, const void *src, size_t src_bytes, int64_t nrows, int64_t n,
+                                      const int64_t *rows, int64_t nidx, void *dst, size_t dst_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,198 @@
+/* The tokenizer a GGUF carries: its tokenizer.ggml.* fields, surfaced unchanged, and the
+ * tokenizer built from them. Only metadata is read. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/tokenizer_internal.h"
+
+static fg_status get_str(const fg_gguf_file *f, const char *key, bool *has, fg_gguf_str *out) {
+  fg_status s = fg_gguf_get_str(f, key, out);
+  *has = s == FG_OK;
+  if (s == FG_ERR_NOT_FOUND) {
+    fg_clear_error();
+    return FG_OK;
+  }
+  return s ? fg_fail(s, "%s: %s is not a string", fg_gguf_path(f), key) : FG_OK;
+}
+
+static fg_status get_arr(const fg_gguf_file *f, const char *key, fg_gguf_type want, bool *has, fg_gguf_array *out) {
+  fg_status s = fg_gguf_get_array(f, key, out);
+  *has = s == FG_OK;
+  if (s == FG_ERR_NOT_FOUND) {
+    fg_clear_error();
+    memset(out, 0, sizeof *out);
+    return FG_OK;
+  }
+  if (s) return fg_fail(s, "%s: %s is not an array", fg_gguf_path(f), key);
+  /* Token types are INT32 in llama.cpp's files; other integer widths read the same. */
+  bool ok = out->elem_type == want || (want == FG_GGUF_INT32 && out->elem_type != FG_GGUF_STRING &&
+                                       out->elem_type != FG_GGUF_FLOAT32 && out->elem_type != FG_GGUF_FLOAT64 &&
+                                       out->elem_type != FG_GGUF_BOOL);
+  if (!ok)
+    return fg_fail(FG_ERR_TYPE, "%s: %s is an array of %s, expected %s", fg_gguf_path(f), key,
+                   fg_gguf_type_name(out->elem_type), fg_gguf_type_name(want));
+  return FG_OK;
+}
+
+static fg_status get_uint(const fg_gguf_file *f, const char *key, bool *has, uint64_t *out) {
+  fg_status s = fg_gguf_get_uint(f, key, out);
+  *has = s == FG_OK;
+  if (s == FG_ERR_NOT_FOUND) {
+    fg_clear_error();
+    return FG_OK;
+  }
+  return s ? fg_fail(s, "%s: %s is not an unsigned integer", fg_gguf_path(f), key) : FG_OK;
+}
+
+static fg_status get_bool(const fg_gguf_file *f, const char *key, bool *has, bool *out) {
+  fg_status s = fg_gguf_get_bool(f, key, out);
+  *has = s == FG_OK;
+  if (s == FG_ERR_NOT_FOUND) {
+    fg_clear_error();
+    return FG_OK;
+  }
+  return s ? fg_fail(s, "%s: %s is not a bool", fg_gguf_path(f), key) : FG_OK;
+}
+
+fg_status fg_gguf_tokenizer_fields(const fg_gguf_file *f, fg_gguf_tok_fields *o) {
+  if (!f || !o) return fg_fail(FG_ERR_INVALID_ARG, "fg_gguf_tokenizer_fields: NULL argument");
+  fg_gguf_tok_fields r;
+  memset(&r, 0, sizeof r);
+  fg_status s;
+  if ((s = get_str(f, "tokenizer.ggml.model", &r.has_model, &r.model)) ||
+      (s = get_str(f, "tokenizer.ggml.pre", &r.has_pre, &r.pre)) ||
+      (s = get_arr(f, "tokenizer.ggml.tokens", FG_GGUF_STRING, &r.has_tokens, &r.tokens)) ||
+      (s = get_arr(f, "tokenizer.ggml.scores", FG_GGUF_FLOAT32, &r.has_scores, &r.scores)) ||
+      (s = get_arr(f, "tokenizer.ggml.merges", FG_GGUF_STRING, &r.has_merges, &r.merges)) ||
+      (s = get_arr(f, "tokenizer.ggml.token_type", FG_GGUF_INT32, &r.has_token_type, &r.token_type)) ||
+      (s = get_uint(f, "tokenizer.ggml.bos_token_id", &r.has_bos, &r.bos)) ||
+      (s = get_uint(f, "tokenizer.ggml.eos_token_id", &r.has_eos, &r.eos)) ||
+      (s = get_uint(f, "tokenizer.ggml.unknown_token_id", &r.has_unk, &r.unk)) ||
+      (s = get_bool(f, "tokenizer.ggml.add_bos_token", &r.has_add_bos, &r.add_bos)) ||
+      (s = get_bool(f, "tokenizer.ggml.add_space_prefix", &r.has_add_space_prefix, &r.add_space_prefix)))
+    return s;
+  *o = r;
+  return FG_OK;
+}
+
+static bool str_is(fg_gguf_str s, const char *lit) { return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0; }
+
+static fg_status strings_of(const fg_gguf_file *f, const char *key, const fg_gguf_array *a, const char ***ptrs,
+                            size_t **lens) {
+  *ptrs = malloc((a->len ? a->len : 1) * sizeof **ptrs);
+  *lens = malloc((a->len ? a->len : 1) * sizeof **lens);
+  if (!*ptrs || !*lens) return fg_fail(FG_ERR_NOMEM, "%s: out of memory for %s", fg_gguf_path(f), key);
+  for (uint64_t j = 0; j < a->len; j++) {
+    fg_gguf_str s;
+    fg_status st = fg_gguf_array_str(a, j, &s);
+    if (st) return fg_fail_prefix(st, "%s: %s[%llu]: ", fg_gguf_path(f), key, (unsigned long long)j);
+    (*ptrs)[j] = s.ptr;
+    (*lens)[j] = s.len;
+  }
+  return FG_OK;
+}
+
+static fg_status id_field(const fg_gguf_file *f, const char *key, bool has, uint64_t v, uint64_t n, int32_t *out) {
+  *out = -1;
+  if (!has) return FG_OK;
+  if (v >= n)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: %s is %llu, outside the %llu tokens", fg_gguf_path(f), key,
+                   (unsigned long long)v, (unsigned long long)n);
+  *out = (int32_t)v;
+  return FG_OK;
+}
+
+fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
+  if (!f || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_from_gguf: NULL argument");
+  fg_gguf_tok_fields g;
+  fg_status s = fg_gguf_tokenizer_fields(f, &g);
+  if (s) return s;
+  const char *path = fg_gguf_path(f);
+  if (!g.has_model) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", path);
+  if (!g.has_tokens) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.tokens", path);
+  fg_tok_vocab v;
+  if (str_is(g.model, "gpt2")) {
+    v = fg_tok_vocab_init(FG_TOK_BPE);
+    if (!g.has_merges) return fg_fail(FG_ERR_NOT_FOUND, "%s: a gpt2 tokenizer without tokenizer.ggml.merges", path);
+  } else if (str_is(g.model, "llama")) {
+    v = fg_tok_vocab_init(FG_TOK_SPM);
+    if (!g.has_scores) return fg_fail(FG_ERR_NOT_FOUND, "%s: a llama tokenizer without tokenizer.ggml.scores", path);
+    /* llama.cpp's default for SentencePiece vocabularies: the dummy prefix is on. */
+    v.add_space_prefix = g.has_add_space_prefix ? g.add_space_prefix : true;
+  } else {
+    return fg_fail(FG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)",
+                   path, (int)g.model.len, g.model.ptr);
+  }
+  uint64_t n = g.tokens.len;
+  if ((g.has_scores && g.scores.len != n) || (g.has_token_type && g.token_type.len != n))
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: %llu tokens but %llu scores and %llu token types", path,
+                   (unsigned long long)n, (unsigned long long)g.scores.len, (unsigned long long)g.token_type.len);
+  const char **tok = NULL, **mer = NULL;
+  size_t *tok_len = NULL, *mer_len = NULL;
+  float *scores = NULL;
+  int32_t *types = NULL;
+  char *pre = NULL;
+  if ((s = strings_of(f, "tokenizer.ggml.tokens", &g.tokens, &tok, &tok_len))) goto done;
+  if (g.has_merges && (s = strings_of(f, "tokenizer.ggml.merges", &g.merges, &mer, &mer_len))) goto done;
+  if (v.model == FG_TOK_SPM) {
+    if (!(scores = malloc(n * sizeof *scores))) {
+      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    for (uint64_t j = 0; j < n; j++) {
+      double d;
+      if ((s = fg_gguf_array_float(&g.scores, j, &d))) goto done;
+      scores[j] = (float)d;
+    }
+  }
+  if (g.has_token_type) {
+    if (!(types = malloc(n * sizeof *types))) {
+      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    for (uint64_t j = 0; j < n; j++) {
+      int64_t x;
+      if ((s = fg_gguf_array_int(&g.token_type, j, &x))) goto done;
+      types[j] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
+    }
+  }
+  if (v.model == FG_TOK_BPE) {
+    if (!g.has_pre) {
+      s = fg_fail(FG_ERR_NOT_FOUND, "%s: a gpt2 tokenizer without tokenizer.ggml.pre", path);
+      goto done;
+    }
+    if (!(pre = malloc(g.pre.len + 1))) {
+      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    memcpy(pre, g.pre.ptr, g.pre.len);
+    pre[g.pre.len] = 0;
+    v.pre = pre;
+    /* llama.cpp reads Llama 3 vocabularies with ignore_merges, as their tokenizer.json says. */
+    v.ignore_merges = strcmp(pre, "llama-bpe") == 0 || strcmp(pre, "llama3") == 0;
+  }
+  v.n_tokens = n;
+  v.tokens = tok;
+  v.token_lens = tok_len;
+  v.scores = scores;
+  v.token_type = types;
+  v.n_merges = g.merges.len;
+  v.merges = mer;
+  v.merge_lens = mer_len;
+  v.add_bos = g.has_add_bos ? g.add_bos : v.model == FG_TOK_SPM;
+  if ((s = id_field(f, "tokenizer.ggml.bos_token_id", g.has_bos, g.bos, n, &v.bos_id)) ||
+      (s = id_field(f, "tokenizer.ggml.eos_token_id", g.has_eos, g.eos, n, &v.eos_id)) ||
+      (s = id_field(f, "tokenizer.ggml.unknown_token_id", g.has_unk, g.unk, n, &v.unk_id)))
+    goto done;
+  s = fg_tokenizer_new(&v, out);
+  if (s) fg_fail_prefix(s, "%s: ", path);
+done:
+  free(tok);
+  free(tok_len);
+  free(mer);
+  free(mer_len);
+  free(scores);
+  free(types);
+  free(pre);
+  return s;
+}

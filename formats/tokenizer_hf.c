@@ -1,0 +1,298 @@
+/* The tokenizer of a Hugging Face directory: tokenizer.json's model (a byte-level BPE vocab
+ * and merges), its added_tokens and its pre-tokenizer, with tokenizer_config.json (when
+ * present) for the BOS and EOS tokens and add_bos_token. Also fg_tokenizer_open, which
+ * takes either a GGUF file or such a directory. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "forgia/mapping.h"
+#include "formats/tokenizer_internal.h"
+
+/* tokenizer.json and its config are read whole; a 256 MiB cap keeps a wrong path (a weights
+ * file named tokenizer.json) from being parsed as JSON. */
+#define HF_JSON_MAX ((size_t)256 << 20)
+
+static fg_status read_json(const char *path, cJSON **out) {
+  fg_mapping *m = NULL;
+  fg_status s = fg_mapping_open(path, FG_MAP_READ, &m);
+  if (s) return s;
+  size_t n = fg_mapping_size(m);
+  if (n > HF_JSON_MAX) {
+    fg_mapping_release(m);
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: %zu bytes, more than a tokenizer file's %zu", path, n, HF_JSON_MAX);
+  }
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts((const char *)fg_mapping_data(m), n, &end, 0);
+  size_t at = end ? (size_t)(end - (const char *)fg_mapping_data(m)) : 0;
+  fg_mapping_release(m);
+  if (!j) return fg_fail(FG_ERR_INVALID_JSON, "%s: not valid JSON (near byte %zu)", path, at);
+  *out = j;
+  return FG_OK;
+}
+
+/* The pre-tokenizer regexes as the reference tokenizer.json files spell them. */
+static const struct {
+  const char *re;
+  const char *kind;
+} split_kinds[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+     "\\s+(?!\\S)|\\s+",
+     "llama3"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+     "\\s+(?!\\S)|\\s+",
+     "qwen2"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "qwen35"},
+};
+
+static bool is_type(const cJSON *o, const char *type) {
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+  return cJSON_IsString(t) && strcmp(t->valuestring, type) == 0;
+}
+
+static bool flag(const cJSON *o, const char *key, bool dflt) {
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsBool(b) ? cJSON_IsTrue(b) : dflt;
+}
+
+/* Recognises the pre_tokenizer object: GPT-2's ByteLevel, SmolLM's Digits + ByteLevel, or a
+ * Split with a known regex followed by a ByteLevel without its own regex. */
+static fg_status pre_kind(const char *path, const cJSON *pre, const char **kind) {
+  if (is_type(pre, "ByteLevel") && flag(pre, "use_regex", true) && !flag(pre, "add_prefix_space", false)) {
+    *kind = "gpt2";
+    return FG_OK;
+  }
+  const cJSON *seq = cJSON_GetObjectItemCaseSensitive(pre, "pretokenizers");
+  if (is_type(pre, "Sequence") && cJSON_GetArraySize(seq) == 2) {
+    const cJSON *a = cJSON_GetArrayItem(seq, 0), *b = cJSON_GetArrayItem(seq, 1);
+    if (is_type(a, "Digits") && flag(a, "individual_digits", false) && is_type(b, "ByteLevel") &&
+        flag(b, "use_regex", true) && !flag(b, "add_prefix_space", false)) {
+      *kind = "smollm";
+      return FG_OK;
+    }
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "pattern"), "Regex");
+    const cJSON *beh = cJSON_GetObjectItemCaseSensitive(a, "behavior");
+    if (is_type(a, "Split") && cJSON_IsString(pat) && cJSON_IsString(beh) && strcmp(beh->valuestring, "Isolated") == 0 &&
+        !flag(a, "invert", false) && is_type(b, "ByteLevel") && !flag(b, "use_regex", true) &&
+        !flag(b, "add_prefix_space", false)) {
+      for (size_t i = 0; i < sizeof split_kinds / sizeof split_kinds[0]; i++)
+        if (strcmp(pat->valuestring, split_kinds[i].re) == 0) {
+          *kind = split_kinds[i].kind;
+          return FG_OK;
+        }
+      return fg_fail(FG_ERR_UNSUPPORTED, "%s: pre-tokenizer regex \"%s\" is none of llama3, qwen2, qwen35", path,
+                     pat->valuestring);
+    }
+  }
+  char *txt = cJSON_PrintUnformatted(pre);
+  fg_status s = fg_fail(FG_ERR_UNSUPPORTED, "%s: pre_tokenizer %.200s is not a known kind (gpt2, smollm, llama3, qwen2, "
+                                            "qwen35)",
+                        path, txt ? txt : "?");
+  free(txt);
+  return s;
+}
+
+/* A special-token entry of tokenizer_config.json: a string or {"content": ...}. */
+static const char *token_content(const cJSON *cfg, const char *key) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(cfg, key);
+  if (cJSON_IsObject(x)) x = cJSON_GetObjectItemCaseSensitive(x, "content");
+  return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+typedef struct hf_build {
+  const char *path;
+  const char **tok;
+  int32_t *added;
+  size_t n_added;
+  char **merge_buf; /* joined "a b" for merges written as pairs */
+  const char **merges;
+  size_t n_merges;
+} hf_build;
+
+static fg_status set_token(hf_build *b, size_t n, const char *what, long long id, const char *text) {
+  if (id < 0 || (unsigned long long)id >= n)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: %s \"%s\" has id %lld, outside 0..%zu", b->path, what, text, id, n - 1);
+  if (b->tok[id] && strcmp(b->tok[id], text) != 0)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: id %lld is both \"%s\" and \"%s\"", b->path, id, b->tok[id], text);
+  b->tok[id] = text;
+  return FG_OK;
+}
+
+static fg_status build_from_json(const char *path, const cJSON *root, const cJSON *cfg, fg_tokenizer **out) {
+  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  if (!is_type(model, "BPE"))
+    return fg_fail(FG_ERR_UNSUPPORTED, "%s: model.type is not \"BPE\" (only byte-level BPE is read from tokenizer.json)",
+                   path);
+  const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+  if (norm && !cJSON_IsNull(norm)) {
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(norm, "type");
+    return fg_fail(FG_ERR_UNSUPPORTED, "%s: normalizer \"%s\" is not supported", path,
+                   cJSON_IsString(ty) ? ty->valuestring : "?");
+  }
+  /* BPE options that change the ids and that byte-level files leave off: refused rather
+   * than ignored, so that no file is read into different ids without a word. */
+  const cJSON *dropout = cJSON_GetObjectItemCaseSensitive(model, "dropout");
+  const cJSON *csp = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
+  const cJSON *ews = cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix");
+  if ((dropout && !cJSON_IsNull(dropout)) || flag(model, "byte_fallback", false) ||
+      (cJSON_IsString(csp) && csp->valuestring[0]) || (cJSON_IsString(ews) && ews->valuestring[0]))
+    return fg_fail(FG_ERR_UNSUPPORTED,
+                   "%s: model sets dropout, byte_fallback, continuing_subword_prefix or end_of_word_suffix, which "
+                   "byte-level BPE does not use",
+                   path);
+  const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+  const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+  const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+  if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: model.vocab must be an object and model.merges an array", path);
+  if (added && !cJSON_IsArray(added)) return fg_fail(FG_ERR_INVALID_ARG, "%s: added_tokens is not an array", path);
+  const char *kind = NULL;
+  fg_status s = pre_kind(path, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &kind);
+  if (s) return s;
+  /* The vocabulary size: one past the largest id of vocab and added_tokens. */
+  long long max_id = -1;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, vocab) {
+    if (!cJSON_IsNumber(e) || e->valuedouble != (double)(long long)e->valuedouble || e->valuedouble < 0 ||
+        e->valuedouble > INT32_MAX)
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: vocab entry \"%s\" has no valid id", path, e->string);
+    if ((long long)e->valuedouble > max_id) max_id = (long long)e->valuedouble;
+  }
+  cJSON_ArrayForEach(e, added) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
+    if (!cJSON_IsNumber(id) || !cJSON_IsString(c) || id->valuedouble < 0 || id->valuedouble > INT32_MAX)
+      return fg_fail(FG_ERR_INVALID_ARG, "%s: an added_tokens entry lacks a valid id or content", path);
+    /* Added tokens are matched as their exact text; the options that widen a match are refused. */
+    if (flag(e, "lstrip", false) || flag(e, "rstrip", false) || flag(e, "single_word", false))
+      return fg_fail(FG_ERR_UNSUPPORTED, "%s: added token \"%s\" sets lstrip, rstrip or single_word", path,
+                     c->valuestring);
+    if ((long long)id->valuedouble > max_id) max_id = (long long)id->valuedouble;
+  }
+  if (max_id < 0) return fg_fail(FG_ERR_INVALID_ARG, "%s: model.vocab is empty", path);
+  size_t n = (size_t)max_id + 1, n_added = (size_t)cJSON_GetArraySize(added);
+  size_t n_merges = (size_t)cJSON_GetArraySize(merges);
+  hf_build b = {path, calloc(n, sizeof(char *)), malloc((n_added + 1) * sizeof(int32_t)), 0,
+                calloc(n_merges + 1, sizeof(char *)), malloc((n_merges + 1) * sizeof(char *)), 0};
+  if (!b.tok || !b.added || !b.merge_buf || !b.merges) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  cJSON_ArrayForEach(e, vocab) if ((s = set_token(&b, n, "token", (long long)e->valuedouble, e->string))) goto done;
+  cJSON_ArrayForEach(e, added) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+    const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+    if ((s = set_token(&b, n, "added token", (long long)id->valuedouble, c))) goto done;
+    b.added[b.n_added++] = (int32_t)id->valuedouble;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!b.tok[i]) {
+      s = fg_fail(FG_ERR_INVALID_ARG, "%s: no token has id %zu (ids must run 0..%zu without gaps)", path, i, n - 1);
+      goto done;
+    }
+  /* Merges are "a b" strings, or [a, b] pairs in newer files. */
+  cJSON_ArrayForEach(e, merges) {
+    if (cJSON_IsString(e)) {
+      b.merges[b.n_merges++] = e->valuestring;
+    } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+               cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
+      const char *l = cJSON_GetArrayItem(e, 0)->valuestring, *r = cJSON_GetArrayItem(e, 1)->valuestring;
+      size_t ln = strlen(l), rn = strlen(r);
+      char *j = malloc(ln + rn + 2);
+      if (!j) {
+        s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+      }
+      memcpy(j, l, ln);
+      j[ln] = ' ';
+      memcpy(j + ln + 1, r, rn + 1);
+      b.merge_buf[b.n_merges] = j;
+      b.merges[b.n_merges++] = j;
+    } else {
+      s = fg_fail(FG_ERR_INVALID_ARG, "%s: merge %zu is neither \"a b\" nor [a, b]", path, b.n_merges);
+      goto done;
+    }
+  }
+  fg_tok_vocab v = fg_tok_vocab_init(FG_TOK_BPE);
+  v.n_tokens = n;
+  v.tokens = b.tok;
+  v.n_merges = b.n_merges;
+  v.merges = b.merges;
+  v.n_added = b.n_added;
+  v.added = b.added;
+  v.pre = kind;
+  v.ignore_merges = flag(model, "ignore_merges", false);
+  const char *bos = cfg ? token_content(cfg, "bos_token") : NULL;
+  const char *eos = cfg ? token_content(cfg, "eos_token") : NULL;
+  v.add_bos = cfg ? flag(cfg, "add_bos_token", false) : false;
+  for (size_t i = 0; i < n; i++) {
+    if (bos && strcmp(b.tok[i], bos) == 0 && v.bos_id < 0) v.bos_id = (int32_t)i;
+    if (eos && strcmp(b.tok[i], eos) == 0 && v.eos_id < 0) v.eos_id = (int32_t)i;
+  }
+  if (bos && v.bos_id < 0) {
+    s = fg_fail(FG_ERR_INVALID_ARG, "%s: tokenizer_config.json's bos_token \"%s\" is not a token", path, bos);
+    goto done;
+  }
+  if (eos && v.eos_id < 0) {
+    s = fg_fail(FG_ERR_INVALID_ARG, "%s: tokenizer_config.json's eos_token \"%s\" is not a token", path, eos);
+    goto done;
+  }
+  s = fg_tokenizer_new(&v, out);
+  if (s) fg_fail_prefix(s, "%s: ", path);
+done:
+  free(b.tok);
+  free(b.added);
+  if (b.merge_buf)
+    for (size_t i = 0; i < n_merges; i++) free(b.merge_buf[i]);
+  free(b.merge_buf);
+  free(b.merges);
+  return s;
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  char *p = malloc(a + b + 2);
+  if (!p) return NULL;
+  memcpy(p, dir, a);
+  p[a] = '/';
+  memcpy(p + a + 1, name, b + 1);
+  return p;
+}
+
+fg_status fg_tokenizer_from_hf_dir(const char *dir, fg_tokenizer **out) {
+  if (!dir || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_from_hf_dir: NULL argument");
+  char *tj = join(dir, "tokenizer.json"), *tc = join(dir, "tokenizer_config.json");
+  cJSON *root = NULL, *cfg = NULL;
+  fg_status s = FG_OK;
+  struct stat st;
+  if (!tj || !tc) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", dir);
+    goto done;
+  }
+  if ((s = read_json(tj, &root))) goto done;
+  if (stat(tc, &st) == 0 && (s = read_json(tc, &cfg))) goto done;
+  s = build_from_json(tj, root, cfg, out);
+done:
+  cJSON_Delete(root);
+  cJSON_Delete(cfg);
+  free(tj);
+  free(tc);
+  return s;
+}
+
+fg_status fg_tokenizer_open(const char *path, fg_tokenizer **out) {
+  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_open: NULL argument");
+  struct stat st;
+  if (stat(path, &st) != 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no such file or directory", path);
+  if (S_ISDIR(st.st_mode)) return fg_tokenizer_from_hf_dir(path, out);
+  /* A mapping reads nothing until touched: the metadata pages alone are read. */
+  fg_gguf_file *f = NULL;
+  fg_status s = fg_gguf_open(path, FG_MAP_MMAP, &f);
+  if (s) return s;
+  s = fg_tokenizer_from_gguf(f, out);
+  fg_gguf_close(f);
+  return s;
+}

@@ -1,0 +1,85 @@
+/* The tokenizer's private state, shared by formats/tokenizer*.c. Internal. */
+#ifndef FORGIA_FORMATS_TOKENIZER_INTERNAL_H
+#define FORGIA_FORMATS_TOKENIZER_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/name_table.h"
+#include "forgia/tokenizer.h"
+
+typedef enum fg_tok_pre_kind {
+  FG_PRE_NONE = 0,
+  FG_PRE_GPT2,
+  FG_PRE_SMOLLM,
+  FG_PRE_LLAMA3,
+  FG_PRE_QWEN2,
+  FG_PRE_QWEN35,
+} fg_tok_pre_kind;
+
+/* A compiled pre-tokenizer (tokenizer_pre.c). Immutable once built: encodes on several
+ * threads share it, each with its own match data. */
+typedef struct fg_tok_pre fg_tok_pre;
+fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind);
+const char *fg_tok_pre_kind_name(fg_tok_pre_kind kind);
+fg_status fg_tok_pre_new(fg_tok_pre_kind kind, fg_tok_pre **out);
+void fg_tok_pre_free(fg_tok_pre *p);
+/* Calls fn for every piece, in order; returns fn's first nonzero value, or a negative
+ * FG_ERR_NOMEM when match data cannot be had. */
+int fg_tok_pre_split(const fg_tok_pre *p, const char *text, size_t len, fg_tok_piece_fn fn, void *ctx);
+
+/* A (left id, right id) -> (rank, merged id) table, open addressing. */
+typedef struct fg_tok_merge_slot {
+  uint64_t key; /* ((uint64_t)left << 32 | right) + 1; 0 = empty */
+  uint32_t rank;
+  int32_t id;
+} fg_tok_merge_slot;
+
+struct fg_tokenizer {
+  fg_tok_model model;
+  fg_tok_pre_kind pre_kind;
+  fg_tok_pre *pre;
+  size_t n;
+  char *blob;       /* all token texts, each followed by a NUL */
+  size_t *off;      /* n + 1 offsets into blob (token i: blob + off[i], off[i+1]-off[i]-1 bytes) */
+  int32_t *type;    /* FG_TOK_TYPE_* */
+  float *scores;    /* SPM */
+  bool *is_added;   /* matched whole in text, and decoded as its raw text */
+  fg_name_table tab;
+  fg_tok_merge_slot *merges;
+  uint64_t merge_cap; /* power of two */
+  /* Added tokens by first byte, longest first within a bucket. */
+  int32_t *added_sorted;
+  uint32_t added_start[257];
+  size_t max_token_len;
+  int32_t byte_ids[256]; /* BPE: the token of one byte's mapped char; SPM: <0xXX>; -1 none */
+  bool ignore_merges, add_space_prefix, add_bos;
+  int32_t bos, eos, unk;
+};
+
+static inline const char *fg_tok_text(const fg_tokenizer *t, int32_t id) { return t->blob + t->off[id]; }
+static inline size_t fg_tok_len(const fg_tokenizer *t, int32_t id) { return t->off[id + 1] - t->off[id] - 1; }
+
+/* A growable id list. */
+typedef struct fg_tok_ids {
+  int32_t *v;
+  size_t n, cap;
+} fg_tok_ids;
+fg_status fg_tok_ids_push(fg_tok_ids *a, int32_t id);
+
+/* The GPT-2 byte map: byte b is written as the code point fg_tok_byte_cp(b); the inverse
+ * gives -1 for a code point outside the map. */
+uint32_t fg_tok_byte_cp(uint8_t b);
+int fg_tok_cp_byte(uint32_t cp);
+/* UTF-8 encode (returns bytes written, 1..4) and a decode that reads one code point and
+ * returns its length, or 0 for an invalid sequence. */
+size_t fg_tok_utf8_put(uint32_t cp, char *out);
+size_t fg_tok_utf8_get(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* Merge-table lookup: the slot for (left, right), or NULL. */
+const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, int32_t right);
+
+/* Encode one piece after pre-tokenization (BPE) or one normalized fragment (SPM). */
+fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out);
+fg_status fg_tok_spm_fragment(const fg_tokenizer *t, const char *frag, size_t len, fg_tok_ids *out);
+
+#endif
