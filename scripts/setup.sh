@@ -25,10 +25,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Interop tests compare with the reference Python implementations.
-if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy' 2>/dev/null; then
-  echo "setup: creating .venv with gguf, safetensors, numpy"
+# (jinja2 renders the checkpoints' chat templates for tests/interop/test_chat_interop.cpp.)
+if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy, jinja2' 2>/dev/null; then
+  echo "setup: creating .venv with gguf, safetensors, numpy, jinja2"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 safetensors==0.8.0 numpy
+  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 safetensors==0.8.0 numpy jinja2==3.1.6
 fi
 
 build=${FORGIA_BUILD_DIR:-build}

@@ -1,8 +1,10 @@
 /* forgia tokenize: the token ids a checkpoint's own tokenizer gives a text. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "forgia/chat.h"
 #include "forgia/tokenizer.h"
 #include "util_args.h"
 #include "util_file.h"
@@ -10,7 +12,9 @@
 
 const char fg_cmd_tokenize_summary[] = "print the token ids of a text, with the tokenizer a GGUF or HF folder carries";
 
-static const char synopsis[] = "forgia tokenize PATH (--text T | --file F) [--no-bos]";
+static const char synopsis[] =
+    "forgia tokenize PATH (--text T | --file F | --chat MESSAGES.json [--add-generation-prompt] [--no-think] "
+    "[--template NAME] [--date D]) [--no-bos]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -20,7 +24,18 @@ static void usage(FILE *f) {
           "spaces, on one line; with --file F, one such line for every line of F (the line\n"
           "without its \\n). The BOS id comes first when the tokenizer adds one (GGUF\n"
           "tokenizer.ggml.add_bos_token, tokenizer_config.json add_bos_token); --no-bos leaves it\n"
-          "out. Added tokens (<|im_start|>, <think>, ...) written in the text are matched whole.\n",
+          "out. Added tokens (<|im_start|>, <think>, ...) written in the text are matched whole.\n\n"
+          "--chat MESSAGES.json renders a conversation ([{\"role\": \"system\"|\"user\"|\"assistant\",\n"
+          "\"content\": \"...\"}, ...]) with the checkpoint's own chat template (GGUF\n"
+          "tokenizer.chat_template, or tokenizer_config.json's chat_template / chat_template.jinja)\n"
+          "and prints the prompt, a newline, then its ids on the last line. The template must be\n"
+          "one of the families forgia renders (smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3,\n"
+          "llama3.1, gemma2, gemma3): an unrecognised one is an error, never a guess. The template\n"
+          "writes the BOS itself where the family has one, so no BOS is added to a chat prompt.\n"
+          "  --add-generation-prompt  open the assistant's turn at the end\n"
+          "  --no-think               Qwen 3 / 3.5: turn thinking off (the empty <think> block)\n"
+          "  --template NAME          a named template (tokenizer.chat_template.NAME)\n"
+          "  --date D                 Llama 3.1+: the \"Today Date\" line (default: the template's)\n",
           synopsis);
 }
 
@@ -34,15 +49,100 @@ static int print_ids(const fg_tokenizer *t, const char *text, size_t len, bool b
   return 0;
 }
 
+/* The BOS token's text, as the template's bos_token variable ("" when the vocabulary has none). */
+static char *bos_text(const fg_tokenizer *t) {
+  int32_t id = fg_tokenizer_bos(t);
+  char *s = NULL;
+  size_t n = 0;
+  if (id < 0 || fg_tokenizer_decode(t, &id, 1, &s, &n)) return NULL;
+  return s;
+}
+
+/* MESSAGES.json: [{"role": ..., "content": ...}, ...]. */
+static int parse_messages(const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  if (fg_cli_read_file(file, 0, &buf, &len)) {
+    fg_cli_report("tokenize", file);
+    return 1;
+  }
+  *root = cJSON_ParseWithLength((const char *)buf, len);
+  free(buf);
+  if (!cJSON_IsArray(*root)) {
+    fg_cli_fail("tokenize", file, "not a JSON array of {\"role\", \"content\"} messages");
+    return 1;
+  }
+  *n = (size_t)cJSON_GetArraySize(*root);
+  *msgs = calloc(*n ? *n : 1, sizeof **msgs);
+  if (!*msgs) {
+    fg_cli_fail("tokenize", file, "out of memory");
+    return 1;
+  }
+  size_t i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, *root) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role"), *c = cJSON_GetObjectItemCaseSensitive(e, "content");
+    if (!cJSON_IsString(r) || !cJSON_IsString(c)) {
+      fg_cli_fail("tokenize", file, "message %zu: needs string \"role\" and \"content\"", i);
+      return 1;
+    }
+    (*msgs)[i].role = r->valuestring;
+    (*msgs)[i].content = c->valuestring;
+    i++;
+  }
+  return 0;
+}
+
+static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
+  char *tmpl = NULL, *prompt = NULL, *bos = NULL;
+  size_t tlen = 0, plen = 0, n = 0;
+  cJSON *root = NULL;
+  fg_chat_msg *msgs = NULL;
+  int rc = 1;
+  if (fg_chat_template_open(path, name, &tmpl, &tlen)) {
+    fg_cli_report("tokenize", path);
+    goto done;
+  }
+  if (parse_messages(file, &root, &msgs, &n)) goto done;
+  fg_chat_opts oo = *o;
+  oo.bos_token = bos = bos_text(t);
+  if (fg_chat_render_template(tmpl, tlen, msgs, n, &oo, &prompt, &plen)) {
+    fg_cli_report("tokenize", path);
+    goto done;
+  }
+  fwrite(prompt, 1, plen, stdout);
+  putchar('\n');
+  if ((rc = print_ids(t, prompt, plen, false)) != 0) fg_cli_report("tokenize", path);
+done:
+  fg_chat_free(prompt);
+  fg_chat_free(tmpl);
+  fg_tokenizer_free_text(bos);
+  free(msgs);
+  cJSON_Delete(root);
+  return rc;
+}
+
 int fg_cmd_tokenize(int argc, char **argv) {
-  const char *text = NULL, *file = NULL, *path = NULL;
-  bool no_bos = false;
-  const fg_cli_opt opts[] = {{"--text", &text, NULL}, {"--file", &file, NULL}, {"--no-bos", NULL, &no_bos}};
+  const char *text = NULL, *file = NULL, *path = NULL, *chat_file = NULL, *tmpl_name = NULL, *date = NULL;
+  bool no_bos = false, gen = false, no_think = false;
+  const fg_cli_opt opts[] = {{"--text", &text, NULL},
+                             {"--file", &file, NULL},
+                             {"--no-bos", NULL, &no_bos},
+                             {"--chat", &chat_file, NULL},
+                             {"--add-generation-prompt", NULL, &gen},
+                             {"--no-think", NULL, &no_think},
+                             {"--template", &tmpl_name, NULL},
+                             {"--date", &date, NULL}};
   const char *const pos_names[] = {"PATH"};
-  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, 3, pos_names, &path, 1};
+  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, 8, pos_names, &path, 1};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
-  if (!text == !file) return fg_cli_usage_error(&spec, text ? "--file" : "--text", "give exactly one of --text and --file");
+  if ((text != NULL) + (file != NULL) + (chat_file != NULL) != 1)
+    return fg_cli_usage_error(&spec, text ? (file ? "--file" : "--chat") : "--text",
+                              "give exactly one of --text, --file and --chat");
+  if (!chat_file && (gen || no_think || tmpl_name || date))
+    return fg_cli_usage_error(&spec, gen ? "--add-generation-prompt" : no_think ? "--no-think" : tmpl_name ? "--template" : "--date",
+                              "goes with --chat");
   fg_tokenizer *t = NULL;
   if (fg_tokenizer_open(path, &t)) {
     fg_cli_report("tokenize", path);
@@ -50,7 +150,10 @@ int fg_cmd_tokenize(int argc, char **argv) {
   }
   bool bos = fg_tokenizer_add_bos(t) && !no_bos;
   int rc = 0;
-  if (text) {
+  if (chat_file) {
+    fg_chat_opts o = {.add_generation_prompt = gen, .no_think = no_think, .date = date};
+    rc = chat(t, path, chat_file, tmpl_name, &o);
+  } else if (text) {
     rc = print_ids(t, text, strlen(text), bos);
     if (rc) fg_cli_report("tokenize", path);
   } else {
