@@ -16,6 +16,8 @@ forgia_require_pc(HWLOC hwloc libhwloc-dev)
 forgia_require_pc(CJSON libcjson libcjson-dev)
 # PCRE2 runs the tokenizers' pre-tokenizer regexes (formats/tokenizer_pre.c).
 forgia_require_pc(PCRE2 libpcre2-8 libpcre2-dev)
+# utf8proc normalizes text to NFC for tokenizers whose file asks for it (Qwen 2).
+forgia_require_pc(UTF8PROC libutf8proc libutf8proc-dev)
 # CBLAS for the CPU's fast GEMM (cpu/cpu_gemm.c); cuBLAS comes with the CUDA toolkit.
 forgia_require_pc(OPENBLAS openblas libopenblas-dev)
 

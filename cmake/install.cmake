@@ -17,7 +17,7 @@ install(FILES ${PROJECT_BINARY_DIR}/forgiaConfig.cmake ${PROJECT_BINARY_DIR}/for
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/forgia)
 
 # forgia.pc: a static libforgia needs its dependencies on the link line too.
-set(FORGIA_PC_PRIVATE "hwloc libcjson libpcre2-8")
+set(FORGIA_PC_PRIVATE "hwloc libcjson libpcre2-8 libutf8proc")
 set(FORGIA_PC_LIBS_PRIVATE "${OpenMP_C_FLAGS} -lpthread -lm")
 # MPI and NCCL (cmake/comm.cmake), when the communicator backends are built.
 string(APPEND FORGIA_PC_LIBS_PRIVATE "${FORGIA_COMM_PC_LIBS}")

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "formats/tokenizer_internal.h"
 
 fg_tok_vocab fg_tok_vocab_init(fg_tok_model model) {
@@ -199,6 +201,7 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   t->unk = v->unk_id;
   t->add_bos = v->add_bos;
   t->ignore_merges = v->ignore_merges;
+  t->normalize_nfc = v->normalize_nfc;
   t->add_space_prefix = v->add_space_prefix;
   if (v->model == FG_TOK_BPE) {
     if ((s = fg_tok_pre_kind_of(v->pre, &t->pre_kind)) != FG_OK) return s;
@@ -343,7 +346,21 @@ static fg_status encode_text(const fg_tokenizer *t, const char *s, size_t n, fg_
   if (!n) return FG_OK;
   if (t->model == FG_TOK_SPM) return fg_tok_spm_fragment(t, s, n, ids);
   bpe_ctx c = {t, ids, FG_OK};
+  utf8proc_uint8_t *nfc = NULL;
+  if (t->normalize_nfc) {
+    /* A negative length is utf8proc's error: invalid UTF-8 (or no memory) leaves the text as
+     * it is, which for valid text is what a Python str could never be anyway. */
+    utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &nfc,
+                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (k >= 0) {
+      s = (const char *)nfc;
+      n = (size_t)k;
+    } else {
+      nfc = NULL;
+    }
+  }
   int r = fg_tok_pre_split(t->pre, s, n, bpe_piece_cb, &c);
+  free(nfc);
   if (r < 0) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
   return c.st;
 }

@@ -126,11 +126,16 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   if (!is_type(model, "BPE"))
     return fg_fail(FG_ERR_UNSUPPORTED, "%s: model.type is not \"BPE\" (only byte-level BPE is read from tokenizer.json)",
                    path);
+  /* Normalizers: NFC (Qwen 2's) is applied; any other changes the ids in ways not
+   * reproduced here, so it is refused by name rather than skipped. */
   const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+  bool nfc = false;
   if (norm && !cJSON_IsNull(norm)) {
+    nfc = is_type(norm, "NFC");
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(norm, "type");
-    return fg_fail(FG_ERR_UNSUPPORTED, "%s: normalizer \"%s\" is not supported", path,
-                   cJSON_IsString(ty) ? ty->valuestring : "?");
+    if (!nfc)
+      return fg_fail(FG_ERR_UNSUPPORTED, "%s: normalizer \"%s\" is not supported (NFC is)", path,
+                     cJSON_IsString(ty) ? ty->valuestring : "?");
   }
   /* BPE options that change the ids and that byte-level files leave off: refused rather
    * than ignored, so that no file is read into different ids without a word. */
@@ -225,6 +230,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   v.added = b.added;
   v.pre = kind;
   v.ignore_merges = flag(model, "ignore_merges", false);
+  v.normalize_nfc = nfc;
   const char *bos = cfg ? token_content(cfg, "bos_token") : NULL;
   const char *eos = cfg ? token_content(cfg, "eos_token") : NULL;
   v.add_bos = cfg ? flag(cfg, "add_bos_token", false) : false;

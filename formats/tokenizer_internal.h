@@ -52,7 +52,7 @@ struct fg_tokenizer {
   uint32_t added_start[257];
   size_t max_token_len;
   int32_t byte_ids[256]; /* BPE: the token of one byte's mapped char; SPM: <0xXX>; -1 none */
-  bool ignore_merges, add_space_prefix, add_bos;
+  bool ignore_merges, add_space_prefix, add_bos, normalize_nfc;
   int32_t bos, eos, unk;
 };
 

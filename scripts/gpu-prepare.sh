@@ -9,6 +9,8 @@ apt-get update -qq
 pkgs=(libhwloc-dev libhwloc15 libcjson-dev libcjson1 libopenblas-dev libopenblas0 libopenblas0-pthread
       # PCRE2 for the tokenizers' pre-tokenizers (libpcre2-dev depends on all four libraries).
       libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
+      # utf8proc for the NFC normalizer of tokenizers.
+      libutf8proc-dev libutf8proc2
       libopenblas-pthread-dev libgtest-dev libgfortran5 libudev-dev libudev1 libltdl7 libnuma1 libxml2 pkg-config
       libpkgconf3 pkgconf pkgconf-bin
       # Open MPI for the MPI and NCCL communicators (NCCL's id travels over MPI), with the

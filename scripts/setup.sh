@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # openmpi-bin and libopenmpi-dev: the MPI communicator and its tests (mpirun -np 2 and 3).
-debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libpcre2-dev libopenblas-dev libgtest-dev python3-venv openmpi-bin libopenmpi-dev)
+debs=(cmake g++ make pkg-config libhwloc-dev libcjson-dev libpcre2-dev libutf8proc-dev libopenblas-dev libgtest-dev python3-venv openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,11 +25,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Interop tests compare with the reference Python implementations.
-# (jinja2 renders the checkpoints' chat templates for tests/interop/test_chat_interop.cpp.)
-if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy, jinja2' 2>/dev/null; then
-  echo "setup: creating .venv with gguf, safetensors, numpy, jinja2"
+# (jinja2 renders the checkpoints' chat templates for tests/interop/test_chat_interop.cpp;
+# sentencepiece, protobuf and tokenizers are the reference of tests/interop/test_tok_real_interop.cpp.)
+if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy, jinja2, sentencepiece, tokenizers, google.protobuf' \
+    2>/dev/null; then
+  echo "setup: creating .venv with gguf, safetensors, numpy, jinja2, sentencepiece, protobuf, tokenizers"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 safetensors==0.8.0 numpy jinja2==3.1.6
+  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 safetensors==0.8.0 numpy jinja2==3.1.6 \
+    sentencepiece==0.2.3 protobuf==7.36.2 tokenizers==0.23.3
 fi
 
 build=${FORGIA_BUILD_DIR:-build}

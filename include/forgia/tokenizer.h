@@ -60,6 +60,9 @@ typedef struct fg_tok_vocab {
   const int32_t *added;          /* tokens of type CONTROL or USER_DEFINED are added too */
   const char *pre;               /* BPE pre-tokenizer: a kind name or a GGUF .pre string */
   bool ignore_merges;            /* BPE: a piece that is itself a token is that token */
+  bool normalize_nfc;            /* BPE: the text between added tokens is put in Unicode NFC first
+                                    (tokenizer.json's "NFC" normalizer, Qwen 2); text that is not
+                                    valid UTF-8 is taken as it is */
   bool add_space_prefix;         /* SPM: a space before the text (SentencePiece's dummy prefix) */
   int32_t bos_id, eos_id, unk_id; /* -1: none */
   bool add_bos;                  /* the default for fg_tokenizer_encode's add_bos */

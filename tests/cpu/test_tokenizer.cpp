@@ -222,6 +222,39 @@ TEST(Tokenizer, HfConfigGivesBosAndAddBos) {
   EXPECT_EQ(fg_tokenizer_bos(q.t), -1);
 }
 
+// Qwen 2's tokenizer.json asks for NFC: decomposed text gives the composed text's ids, and
+// another normalizer is refused by name. (The interop test checks the ids against Hugging
+// Face on the corpus and its NFD form.)
+TEST(Tokenizer, NfcNormalizerComposesBeforeBpe) {
+  fgt::TempDir d;
+  auto with_normalizer = [&](const char *type) {
+    Json j(kDir + "qwen2/tokenizer.json");
+    cJSON *n = cJSON_CreateObject();
+    cJSON_AddStringToObject(n, "type", type);
+    cJSON_ReplaceItemInObjectCaseSensitive(j.root, "normalizer", n);
+    char *txt = cJSON_PrintUnformatted(j.root);
+    fgt::write_file(d.file("tokenizer.json"), txt, strlen(txt));
+    free(txt);
+  };
+  with_normalizer("NFC");
+  Tok t, plain;
+  ASSERT_EQ(fg_tokenizer_open(d.path.c_str(), &t.t), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_tokenizer_open((kDir + "qwen2").c_str(), &plain.t), FG_OK);
+  const std::string composed = "caf\xc3\xa9 \xc3\x85ngstr\xc3\xb6m", decomposed = "cafe\xcc\x81 A\xcc\x8angstro\xcc\x88m";
+  EXPECT_EQ(encode(t.t, decomposed), encode(t.t, composed));
+  EXPECT_EQ(encode(t.t, composed), encode(plain.t, composed));
+  EXPECT_NE(encode(plain.t, decomposed), encode(plain.t, composed));
+  EXPECT_EQ(decode(t.t, encode(t.t, decomposed)), composed);
+  // Added tokens are matched before normalization and the text around them still composes.
+  EXPECT_EQ(encode(t.t, "<|im_start|>" + decomposed), encode(t.t, "<|im_start|>" + composed));
+  // Not UTF-8: taken as it is, never an error.
+  EXPECT_EQ(decode(t.t, encode(t.t, "\xff\xfe e\xcc\x81")), "\xff\xfe e\xcc\x81");
+  with_normalizer("NFKC");
+  Tok k;
+  EXPECT_EQ(fg_tokenizer_open(d.path.c_str(), &k.t), FG_ERR_UNSUPPORTED);
+  EXPECT_NE(strstr(fg_last_error(), "NFKC"), nullptr) << fg_last_error();
+}
+
 TEST(Tokenizer, DecodeInvertsEncodeAndStreamsTheSameBytes) {
   std::vector<std::string> texts = corpus();
   for (const char *name : kNames) {
@@ -532,7 +565,7 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
   ASSERT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --no-bos --file " + d.file("in.txt"), &out, &err), 0) << err;
   EXPECT_EQ(out, plain + "\n\n" + plain + "\n");
   EXPECT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3", &out, &err), 2);
-  EXPECT_NE(err.find("exactly one of --text and --file"), std::string::npos) << err;
+  EXPECT_NE(err.find("exactly one of --text, --file and --chat"), std::string::npos) << err;
   EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "llama3 12 x7", &out, &err), 2);
   EXPECT_NE(err.find("x7"), std::string::npos) << err;
   EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "llama3", &out, &err), 2);

