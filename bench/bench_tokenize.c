@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "forgia/mapping.h"
 #include "forgia/tokenizer.h"
 #include "harness.h"
@@ -24,16 +25,6 @@ static unsigned hex4(const char *p) {
   unsigned v = 0;
   for (int i = 0; i < 4; i++) v = v * 16 + (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
   return v;
-}
-
-static size_t put_utf8(unsigned cp, char *o) {
-  if (cp < 0x80) return o[0] = (char)cp, 1;
-  if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
-  if (cp < 0x10000)
-    return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F)), 3;
-  o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* corpus.json is one array of strings, as the golden generator writes it: the strings are
@@ -61,7 +52,7 @@ static size_t parse_strings(char *j, char ***out, size_t **lens) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4(p + 2) - 0xDC00);
           p += 6;
         }
-        o += put_utf8(cp, o);
+        o += fg_utf8_put(cp, o);
       } else {
         *o++ = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
       }

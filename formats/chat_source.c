@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "forgia/chat.h"
+#include "core/text.h"
 #include "forgia/mapping.h"
 
 /* A template file or config is read whole; the cap keeps a wrong path from being slurped. */
@@ -78,19 +79,9 @@ static fg_status from_config(const char *path, const cJSON *ct, const char *name
   return fg_fail(FG_ERR_NOT_FOUND, "%s: chat_template has no template named \"%s\"", path, want);
 }
 
-static char *join(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  char *p = malloc(a + b + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, a);
-  p[a] = '/';
-  memcpy(p + a + 1, name, b + 1);
-  return p;
-}
-
 fg_status fg_chat_template_from_hf_dir(const char *dir, const char *name, char **out, size_t *len) {
   if (!dir || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_chat_template_from_hf_dir: NULL argument");
-  char *cfg_path = join(dir, "tokenizer_config.json"), *jinja = join(dir, "chat_template.jinja");
+  char *cfg_path = fg_path_join(dir, "tokenizer_config.json"), *jinja = fg_path_join(dir, "chat_template.jinja");
   fg_status s = FG_OK;
   char *text = NULL;
   size_t n = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "formats/safetensors_internal.h"
 
 /* Length of the well-formed UTF-8 sequence starting with a byte >= 0x80 at s[i], or 0 when
@@ -86,29 +87,6 @@ static bool read_hex4(const lexer *L, size_t at, unsigned *out) {
   }
   *out = v;
   return true;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-  if (cp < 0x80) {
-    o[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (char)(0xC0 | (cp >> 6));
-    o[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | (cp >> 12));
-    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | (cp >> 18));
-  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* At an opening quote: checks the string's escapes and bytes. */
@@ -374,7 +352,7 @@ static bool parse_string(parser *P, uint32_t *len) {
             i += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          o += put_utf8(o, cp);
+          o += fg_utf8_put(cp, o);
           break;
         }
         default:

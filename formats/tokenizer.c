@@ -6,6 +6,7 @@
 
 #include <utf8proc.h>
 
+#include "core/text.h"
 #include "formats/tokenizer_internal.h"
 
 fg_tok_vocab fg_tok_vocab_init(fg_tok_model model) {
@@ -265,7 +266,7 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   if (v->model == FG_TOK_BPE) {
     for (int b = 0; b < 256; b++) {
       char u[4];
-      size_t n = fg_tok_utf8_put(fg_tok_byte_cp((uint8_t)b), u);
+      size_t n = fg_utf8_put(fg_tok_byte_cp((uint8_t)b), u);
       t->byte_ids[b] = fg_tokenizer_find(t, u, n);
     }
     if ((s = build_merges(t, v)) != FG_OK) return s;

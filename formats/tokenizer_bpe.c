@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "formats/tokenizer_internal.h"
 
 /* Printable Latin-1 bytes stand for themselves; the other 68 take 256, 257, ... in byte
@@ -28,29 +29,6 @@ int fg_tok_cp_byte(uint32_t cp) {
   for (unsigned c = 0; c < 256; c++)
     if (!byte_is_self(c) && k++ == cp) return (int)c;
   return -1;
-}
-
-size_t fg_tok_utf8_put(uint32_t cp, char *o) {
-  if (cp < 0x80) {
-    o[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (char)(0xC0 | (cp >> 6));
-    o[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | (cp >> 12));
-    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | (cp >> 18));
-  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 size_t fg_tok_utf8_get(const unsigned char *s, size_t n, uint32_t *cp) {
@@ -123,7 +101,7 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
     char *mapped = len * 2 <= sizeof small ? small : malloc(len * 2);
     if (!mapped) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
     size_t k = 0;
-    for (size_t i = 0; i < len; i++) k += fg_tok_utf8_put(fg_tok_byte_cp(p[i]), mapped + k);
+    for (size_t i = 0; i < len; i++) k += fg_utf8_put(fg_tok_byte_cp(p[i]), mapped + k);
     int32_t id = fg_tokenizer_find(t, mapped, k);
     if (mapped != small) free(mapped);
     if (id >= 0) return fg_tok_ids_push(out, id);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/text.h"
 #include "forgia/mapping.h"
 #include "formats/tokenizer_internal.h"
 
@@ -258,19 +259,9 @@ done:
   return s;
 }
 
-static char *join(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  char *p = malloc(a + b + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, a);
-  p[a] = '/';
-  memcpy(p + a + 1, name, b + 1);
-  return p;
-}
-
 fg_status fg_tokenizer_from_hf_dir(const char *dir, fg_tokenizer **out) {
   if (!dir || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_from_hf_dir: NULL argument");
-  char *tj = join(dir, "tokenizer.json"), *tc = join(dir, "tokenizer_config.json");
+  char *tj = fg_path_join(dir, "tokenizer.json"), *tc = fg_path_join(dir, "tokenizer_config.json");
   cJSON *root = NULL, *cfg = NULL;
   fg_status s = FG_OK;
   struct stat st;

@@ -70,9 +70,8 @@ fg_status fg_tok_ids_push(fg_tok_ids *a, int32_t id);
  * gives -1 for a code point outside the map. */
 uint32_t fg_tok_byte_cp(uint8_t b);
 int fg_tok_cp_byte(uint32_t cp);
-/* UTF-8 encode (returns bytes written, 1..4) and a decode that reads one code point and
- * returns its length, or 0 for an invalid sequence. */
-size_t fg_tok_utf8_put(uint32_t cp, char *out);
+/* Reads one UTF-8 code point; returns its length, or 0 for an invalid sequence (the encoder
+ * is fg_utf8_put, core/text.h). */
 size_t fg_tok_utf8_get(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* Merge-table lookup: the slot for (left, right), or NULL. */
