@@ -26,13 +26,13 @@ fi
 
 # Interop tests compare with the reference Python implementations.
 # (jinja2 renders the checkpoints' chat templates for tests/interop/test_chat_interop.cpp;
-# sentencepiece, protobuf and tokenizers are the reference of tests/interop/test_tok_real_interop.cpp.)
-if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy, jinja2, sentencepiece, tokenizers, google.protobuf' \
+# sentencepiece, protobuf, tokenizers and tiktoken are the references of tests/interop/test_tok_real_interop.cpp.)
+if ! .venv/bin/python3 -c 'import gguf, safetensors, numpy, jinja2, sentencepiece, tokenizers, tiktoken, google.protobuf' \
     2>/dev/null; then
-  echo "setup: creating .venv with gguf, safetensors, numpy, jinja2, sentencepiece, protobuf, tokenizers"
+  echo "setup: creating .venv with gguf, safetensors, numpy, jinja2, sentencepiece, protobuf, tokenizers, tiktoken"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0 safetensors==0.8.0 numpy jinja2==3.1.6 \
-    sentencepiece==0.2.3 protobuf==7.36.2 tokenizers==0.23.3
+    sentencepiece==0.2.3 protobuf==7.36.2 tokenizers==0.23.3 tiktoken==0.14.0
 fi
 
 build=${FORGIA_BUILD_DIR:-build}

