@@ -204,6 +204,9 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   t->ignore_merges = v->ignore_merges;
   t->normalize_nfc = v->normalize_nfc;
   t->add_space_prefix = v->add_space_prefix;
+  t->prefix_at = v->prefix_at;
+  if (v->prefix_at < FG_TOK_PREFIX_TEXT || v->prefix_at > FG_TOK_PREFIX_EACH)
+    return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: prefix_at %d is none of FG_TOK_PREFIX_*", (int)v->prefix_at);
   if (v->model == FG_TOK_BPE) {
     if ((s = fg_tok_pre_kind_of(v->pre, &t->pre_kind)) != FG_OK) return s;
     if ((s = fg_tok_pre_new(t->pre_kind, &t->pre)) != FG_OK) return s;
@@ -235,8 +238,8 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   for (size_t i = 0; i < t->n; i++) {
     int byte;
     int32_t ty = v->token_type ? v->token_type[i] : FG_TOK_TYPE_NORMAL;
-    if (ty < FG_TOK_TYPE_NORMAL || ty > FG_TOK_TYPE_BYTE)
-      return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: token %zu \"%s\" has type %d, outside 1..6", i,
+    if (ty < FG_TOK_TYPE_NORMAL || ty > FG_TOK_TYPE_NOT_MERGED)
+      return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: token %zu \"%s\" has type %d, outside 1..7", i,
                      fg_tok_text(t, (int32_t)i), (int)ty);
     /* Without types, a SentencePiece <0xXX> piece is the byte it names. */
     if (!v->token_type && v->model == FG_TOK_SPM &&
@@ -366,15 +369,15 @@ static fg_status encode_text(const fg_tokenizer *t, const char *s, size_t n, fg_
   return c.st;
 }
 
-/* SentencePiece's normalisation: the dummy-prefix space, then every ' ' as U+2581. */
-static fg_status spm_normalize(const fg_tokenizer *t, const char *s, size_t n, char **out, size_t *out_n) {
-  size_t spaces = t->add_space_prefix ? 1 : 0;
+/* SentencePiece's normalisation: the dummy-prefix space (when prefix), then every ' ' as U+2581. */
+static fg_status spm_normalize(bool prefix, const char *s, size_t n, char **out, size_t *out_n) {
+  size_t spaces = prefix ? 1 : 0;
   for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
   char *o = malloc(n + 2 * spaces + 1);
   if (!o) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for %zu bytes", n);
   size_t k = 0;
-  for (size_t i = 0; i < n + (t->add_space_prefix ? 1 : 0); i++) {
-    char c = t->add_space_prefix ? (i == 0 ? ' ' : s[i - 1]) : s[i];
+  for (size_t i = 0; i < n + (prefix ? 1 : 0); i++) {
+    char c = prefix ? (i == 0 ? ' ' : s[i - 1]) : s[i];
     if (c == ' ') {
       memcpy(o + k, "\xE2\x96\x81", 3);
       k += 3;
@@ -397,15 +400,31 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   char *norm = NULL;
   size_t n = len;
   /* An empty text stays empty: SentencePiece adds no dummy prefix to nothing. */
-  if (s == FG_OK && t->model == FG_TOK_SPM && len) {
-    s = spm_normalize(t, src, len, &norm, &n);
+  /* SentencePiece (and a GGUF) normalizes the whole text, then finds added tokens in it;
+   * Hugging Face finds them in the raw text and normalizes each run between them. */
+  bool per_run = t->model == FG_TOK_SPM && t->prefix_at != FG_TOK_PREFIX_TEXT;
+  if (s == FG_OK && t->model == FG_TOK_SPM && len && !per_run) {
+    s = spm_normalize(t->add_space_prefix, src, len, &norm, &n);
     src = norm;
   }
   size_t pos = 0;
   while (s == FG_OK && pos < n) {
     size_t at = n;
     int32_t id = next_added(t, src, n, pos, &at);
-    s = encode_text(t, src + pos, at - pos, &out);
+    if (per_run && at > pos) {
+      char *run = NULL;
+      size_t rn = 0;
+      /* Prepend puts "▁" before every run; Metaspace only where the run does not start with
+       * a space already, and with "first" only on the run at the start of the text. */
+      bool prefix = t->add_space_prefix &&
+                    (t->prefix_at == FG_TOK_PREFIX_SEGMENT ||
+                     (src[pos] != ' ' && (t->prefix_at == FG_TOK_PREFIX_EACH || pos == 0)));
+      s = spm_normalize(prefix, src + pos, at - pos, &run, &rn);
+      if (s == FG_OK) s = encode_text(t, run, rn, &out);
+      free(run);
+    } else if (!per_run) {
+      s = encode_text(t, src + pos, at - pos, &out);
+    }
     if (s != FG_OK || id < 0) break;
     s = fg_tok_ids_push(&out, id);
     pos = at + fg_tok_len(t, id);
@@ -470,6 +489,13 @@ static size_t token_bytes(const fg_tokenizer *t, int32_t id, bool first, char *b
   return k;
 }
 
+/* Whether the dummy-prefix space may still be dropped after this token: SentencePiece drops it
+ * from the first piece after leading added tokens (a BOS); Hugging Face's Strip decoder only
+ * from the very start of the decoded text. */
+static bool keeps_first(const fg_tokenizer *t, int32_t id) {
+  return t->is_added[id] && t->prefix_at == FG_TOK_PREFIX_TEXT;
+}
+
 fg_status fg_tokenizer_decode(const fg_tokenizer *t, const int32_t *ids, size_t n_ids, char **text, size_t *len) {
   if (!t || (!ids && n_ids) || !text || !len) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_decode: NULL argument");
   size_t total = 1;
@@ -485,7 +511,7 @@ fg_status fg_tokenizer_decode(const fg_tokenizer *t, const int32_t *ids, size_t 
   bool first = true;
   for (size_t i = 0; i < n_ids; i++) {
     k += token_bytes(t, ids[i], first, o + k);
-    if (!t->is_added[ids[i]]) first = false;
+    if (!keeps_first(t, ids[i])) first = false;
   }
   o[k] = 0;
   *text = o;
@@ -533,7 +559,7 @@ fg_status fg_tok_stream_push(fg_tok_stream *s, int32_t id, const char **bytes, s
     return fg_fail(FG_ERR_RANGE, "tokenizer: id %d is outside the vocabulary of %zu tokens", (int)id, t->n);
   memcpy(s->buf, s->out, s->held); /* the incomplete character carried from the last push */
   size_t n = s->held + token_bytes(t, id, s->first, s->buf + s->held);
-  if (!t->is_added[id]) s->first = false;
+  if (!keeps_first(t, id)) s->first = false;
   size_t keep = incomplete_tail((const unsigned char *)s->buf, n);
   memcpy(s->out, s->buf + n - keep, keep);
   s->held = keep;

@@ -122,16 +122,142 @@ static fg_status set_token(hf_build *b, size_t n, const char *what, long long id
   return FG_OK;
 }
 
+static bool is_str(const cJSON *o, const char *key, const char *want) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) && strcmp(v->valuestring, want) == 0;
+}
+
+/* Replace(" " -> "▁"), as SentencePiece-converted files spell it. */
+static bool is_space_replace(const cJSON *n) {
+  return is_type(n, "Replace") && is_str(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "String", " ") &&
+         is_str(n, "content", "\xE2\x96\x81");
+}
+
+/* The text handling of a SentencePiece-style BPE file (byte_fallback): Gemma's Replace
+ * normalizer (no dummy prefix), Llama 2's legacy Prepend + Replace (a prefix before every
+ * run between added tokens), or a Metaspace pre-tokenizer that does not split
+ * (prepend_scheme first / always / never). Anything else is refused by name. */
+static fg_status spm_shape(const char *path, const cJSON *root, bool *prefix, fg_tok_prefix *at) {
+  const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+  const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+  bool no_pre = !pre || cJSON_IsNull(pre), no_norm = !norm || cJSON_IsNull(norm);
+  *prefix = false;
+  *at = FG_TOK_PREFIX_SEGMENT;
+  if (no_pre && is_space_replace(norm)) return FG_OK;
+  const cJSON *seq = cJSON_GetObjectItemCaseSensitive(norm, "normalizers");
+  if (no_pre && is_type(norm, "Sequence") && cJSON_GetArraySize(seq) == 2 &&
+      is_type(cJSON_GetArrayItem(seq, 0), "Prepend") && is_str(cJSON_GetArrayItem(seq, 0), "prepend", "\xE2\x96\x81") &&
+      is_space_replace(cJSON_GetArrayItem(seq, 1))) {
+    *prefix = true;
+    return FG_OK;
+  }
+  if (no_norm && is_type(pre, "Metaspace") && is_str(pre, "replacement", "\xE2\x96\x81") && !flag(pre, "split", true)) {
+    const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(pre, "prepend_scheme");
+    if (cJSON_IsString(scheme)) {
+      *prefix = strcmp(scheme->valuestring, "never") != 0;
+      *at = strcmp(scheme->valuestring, "first") == 0 ? FG_TOK_PREFIX_FIRST : FG_TOK_PREFIX_EACH;
+    } else {
+      *prefix = flag(pre, "add_prefix_space", true); /* older files: a prefix on every run */
+      *at = FG_TOK_PREFIX_EACH;
+    }
+    return FG_OK;
+  }
+  char *n = norm ? cJSON_PrintUnformatted(norm) : NULL, *p = pre ? cJSON_PrintUnformatted(pre) : NULL;
+  fg_status s = fg_fail(FG_ERR_UNSUPPORTED,
+                        "%s: a byte_fallback BPE whose normalizer %.120s and pre_tokenizer %.120s are none of the "
+                        "SentencePiece shapes (Replace; Prepend + Replace; Metaspace without split)",
+                        path, n ? n : "null", p ? p : "null");
+  free(n);
+  free(p);
+  return s;
+}
+
+/* A SentencePiece-style BPE file as an SPM vocabulary: the merged piece of rank r scores -r, so
+ * the best-scored pair is the best-ranked merge; a piece no merge makes is never a merge
+ * result; <0xXX> pieces are bytes, unk_token unknown, added tokens control (special) or
+ * user-defined. The merges are looked up through a first tokenizer over the same texts. */
+static fg_status build_spm(const char *path, const cJSON *model, fg_tok_vocab *v, fg_tokenizer **out) {
+  size_t n = v->n_tokens;
+  float *scores = malloc(n * sizeof *scores);
+  int32_t *types = malloc(n * sizeof *types);
+  fg_tokenizer *look = NULL;
+  fg_tok_vocab lv = fg_tok_vocab_init(FG_TOK_SPM);
+  lv.n_tokens = n;
+  lv.tokens = v->tokens;
+  fg_status s = FG_OK;
+  if (!scores || !types) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) scores[i] = 0.0f, types[i] = FG_TOK_TYPE_NOT_MERGED;
+  lv.scores = scores;
+  lv.token_type = types;
+  if ((s = fg_tokenizer_new(&lv, &look))) goto done;
+  for (size_t r = 0; r < v->n_merges; r++) {
+    const char *m = v->merges[r], *sp = strchr(m, ' ');
+    if (!sp) {
+      s = fg_fail(FG_ERR_INVALID_ARG, "merge %zu \"%s\" has no space between its halves", r, m);
+      goto done;
+    }
+    size_t ln = (size_t)(sp - m), rn = strlen(sp + 1);
+    char *joined = malloc(ln + rn + 1);
+    if (!joined) {
+      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    memcpy(joined, m, ln);
+    memcpy(joined + ln, sp + 1, rn + 1);
+    int32_t id = fg_tokenizer_find(look, joined, ln + rn);
+    int32_t a = fg_tokenizer_find(look, m, ln), b = fg_tokenizer_find(look, sp + 1, rn);
+    free(joined);
+    if (id < 0 || a < 0 || b < 0) {
+      s = fg_fail(FG_ERR_INVALID_ARG, "merge %zu \"%s\": its halves or their join are not tokens", r, m);
+      goto done;
+    }
+    if (types[id] == FG_TOK_TYPE_NOT_MERGED) scores[id] = -(float)r, types[id] = FG_TOK_TYPE_NORMAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *t = v->tokens[i];
+    if (strlen(t) == 6 && strncmp(t, "<0x", 3) == 0 && t[5] == '>') types[i] = FG_TOK_TYPE_BYTE;
+  }
+  const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+  if (cJSON_IsString(unk)) {
+    v->unk_id = fg_tokenizer_find(look, unk->valuestring, strlen(unk->valuestring));
+    if (v->unk_id < 0) {
+      s = fg_fail(FG_ERR_INVALID_ARG, "model.unk_token \"%s\" is not a token", unk->valuestring);
+      goto done;
+    }
+    types[v->unk_id] = FG_TOK_TYPE_UNKNOWN;
+  }
+  for (size_t k = 0; k < v->n_added; k++) types[v->added[k]] = FG_TOK_TYPE_CONTROL;
+  v->model = FG_TOK_SPM;
+  v->scores = scores;
+  v->token_type = types;
+  v->n_merges = 0;
+  v->merges = NULL;
+  s = fg_tokenizer_new(v, out);
+done:
+  fg_tokenizer_free(look);
+  free(scores);
+  free(types);
+  return s;
+}
+
 static fg_status build_from_json(const char *path, const cJSON *root, const cJSON *cfg, fg_tokenizer **out) {
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (!is_type(model, "BPE"))
     return fg_fail(FG_ERR_UNSUPPORTED, "%s: model.type is not \"BPE\" (only byte-level BPE is read from tokenizer.json)",
                    path);
+  /* byte_fallback marks a SentencePiece-style BPE (Llama 2, Gemma): its own text handling. */
+  bool spm = flag(model, "byte_fallback", false), spm_prefix = false;
+  fg_tok_prefix spm_at = FG_TOK_PREFIX_SEGMENT;
+  fg_status s;
+  if (spm && (s = spm_shape(path, root, &spm_prefix, &spm_at))) return s;
   /* Normalizers: NFC (Qwen 2's) is applied; any other changes the ids in ways not
    * reproduced here, so it is refused by name rather than skipped. */
   const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
   bool nfc = false;
-  if (norm && !cJSON_IsNull(norm)) {
+  if (norm && !cJSON_IsNull(norm) && !spm) {
     nfc = is_type(norm, "NFC");
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(norm, "type");
     if (!nfc)
@@ -143,11 +269,11 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   const cJSON *dropout = cJSON_GetObjectItemCaseSensitive(model, "dropout");
   const cJSON *csp = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
   const cJSON *ews = cJSON_GetObjectItemCaseSensitive(model, "end_of_word_suffix");
-  if ((dropout && !cJSON_IsNull(dropout)) || flag(model, "byte_fallback", false) ||
-      (cJSON_IsString(csp) && csp->valuestring[0]) || (cJSON_IsString(ews) && ews->valuestring[0]))
+  if ((dropout && !cJSON_IsNull(dropout)) || (cJSON_IsString(csp) && csp->valuestring[0]) ||
+      (cJSON_IsString(ews) && ews->valuestring[0]))
     return fg_fail(FG_ERR_UNSUPPORTED,
-                   "%s: model sets dropout, byte_fallback, continuing_subword_prefix or end_of_word_suffix, which "
-                   "byte-level BPE does not use",
+                   "%s: model sets dropout, continuing_subword_prefix or end_of_word_suffix, which forgia's BPE "
+                   "does not use",
                    path);
   const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
   const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
@@ -156,8 +282,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
     return fg_fail(FG_ERR_INVALID_ARG, "%s: model.vocab must be an object and model.merges an array", path);
   if (added && !cJSON_IsArray(added)) return fg_fail(FG_ERR_INVALID_ARG, "%s: added_tokens is not an array", path);
   const char *kind = NULL;
-  fg_status s = pre_kind(path, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &kind);
-  if (s) return s;
+  if (!spm && (s = pre_kind(path, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &kind))) return s;
   /* The vocabulary size: one past the largest id of vocab and added_tokens. */
   long long max_id = -1;
   const cJSON *e;
@@ -247,7 +372,13 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
     s = fg_fail(FG_ERR_INVALID_ARG, "%s: tokenizer_config.json's eos_token \"%s\" is not a token", path, eos);
     goto done;
   }
-  s = fg_tokenizer_new(&v, out);
+  if (spm) {
+    v.add_space_prefix = spm_prefix;
+    v.prefix_at = spm_at;
+    s = build_spm(path, model, &v, out);
+  } else {
+    s = fg_tokenizer_new(&v, out);
+  }
   if (s) fg_fail_prefix(s, "%s: ", path);
 done:
   free(b.tok);

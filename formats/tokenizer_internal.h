@@ -53,6 +53,7 @@ struct fg_tokenizer {
   size_t max_token_len;
   int32_t byte_ids[256]; /* BPE: the token of one byte's mapped char; SPM: <0xXX>; -1 none */
   bool ignore_merges, add_space_prefix, add_bos, normalize_nfc;
+  fg_tok_prefix prefix_at;
   int32_t bos, eos, unk;
 };
 

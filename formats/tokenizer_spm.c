@@ -46,7 +46,8 @@ static spm_ent heap_pop(spm_ent *h, size_t *n) {
 static bool mergeable(const fg_tokenizer *t, int32_t id) {
   if (id < 0) return false;
   int32_t ty = t->type[id];
-  return ty != FG_TOK_TYPE_CONTROL && ty != FG_TOK_TYPE_UNKNOWN && ty != FG_TOK_TYPE_BYTE;
+  return ty != FG_TOK_TYPE_CONTROL && ty != FG_TOK_TYPE_UNKNOWN && ty != FG_TOK_TYPE_BYTE &&
+         ty != FG_TOK_TYPE_NOT_MERGED;
 }
 
 typedef struct spm_work {

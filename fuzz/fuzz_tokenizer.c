@@ -112,6 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   v.add_space_prefix = mode & 16;
   v.unk_id = spm && nt && (mode & 32) ? 0 : -1;
   v.normalize_nfc = !spm && (mode & 128);
+  /* SPM: the BPE-only bits 8 and 128 pick where the dummy prefix goes (FG_TOK_PREFIX_*). */
+  if (spm) v.prefix_at = (fg_tok_prefix)(((mode >> 3) & 1) | ((mode >> 6) & 2));
   fg_tokenizer *t = NULL;
   if (fg_tokenizer_new(&v, &t) != FG_OK) return 0;
   int32_t *ids = NULL;

@@ -43,7 +43,21 @@ enum {
   FG_TOK_TYPE_USER_DEFINED = 4,
   FG_TOK_TYPE_UNUSED = 5,
   FG_TOK_TYPE_BYTE = 6,
+  /* forgia's own: a normal piece that merging never produces (SPM vocabularies read from a
+   * Hugging Face BPE file, where no merge makes it). */
+  FG_TOK_TYPE_NOT_MERGED = 7,
 };
+
+/* SPM with add_space_prefix: where the dummy-prefix space goes. */
+typedef enum fg_tok_prefix {
+  FG_TOK_PREFIX_TEXT = 0,    /* once, before the whole text (SentencePiece; a GGUF) */
+  FG_TOK_PREFIX_SEGMENT = 1, /* before every run of text between added tokens (Hugging Face's
+                                Prepend normalizer: Llama 2's legacy tokenizer.json) */
+  FG_TOK_PREFIX_FIRST = 2,   /* before the run at the start of the text only, unless it starts
+                                with a space (Hugging Face's Metaspace, prepend_scheme "first") */
+  FG_TOK_PREFIX_EACH = 3,    /* before every run that does not start with a space (Metaspace,
+                                prepend_scheme "always") */
+} fg_tok_prefix;
 
 /* A vocabulary, borrowed for the duration of fg_tokenizer_new only. */
 typedef struct fg_tok_vocab {
@@ -64,6 +78,9 @@ typedef struct fg_tok_vocab {
                                     (tokenizer.json's "NFC" normalizer, Qwen 2); text that is not
                                     valid UTF-8 is taken as it is */
   bool add_space_prefix;         /* SPM: a space before the text (SentencePiece's dummy prefix) */
+  fg_tok_prefix prefix_at;       /* SPM: where that space goes (FG_TOK_PREFIX_TEXT by default); with
+                                    another value, added tokens are matched in the raw text and each
+                                    run between them is normalized on its own, as Hugging Face does */
   int32_t bos_id, eos_id, unk_id; /* -1: none */
   bool add_bos;                  /* the default for fg_tokenizer_encode's add_bos */
 } fg_tok_vocab;

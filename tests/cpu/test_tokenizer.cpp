@@ -166,6 +166,36 @@ TEST(Tokenizer, IdsEqualReferenceOnCorpus) {
   }
 }
 
+// Hugging Face folders of a SentencePiece-style BPE (byte_fallback) in the three shapes the
+// converters write (Gemma's Replace, Llama 2's legacy Prepend + Replace with a prefix after
+// every added token, Metaspace "first"): ids and decodes equal to `tokenizers`
+// (tests/data/tok_gen/gen_hf_spm.py; the interop test does the same to Gemma 3's real vocabulary).
+TEST(Tokenizer, HfSentencePieceFoldersEqualTokenizers) {
+  Json g(kDir + "hf_spm_goldens.json");
+  ASSERT_NE(g.root, nullptr);
+  int block = cJSON_GetObjectItem(g.root, "block")->valueint;
+  std::vector<std::string> texts = corpus();
+  const cJSON *e;
+  int n = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(g.root, "tokenizers")) {
+    Tok t;
+    ASSERT_EQ(fg_tokenizer_open((kDir + cJSON_GetObjectItem(e, "path")->valuestring).c_str(), &t.t), FG_OK)
+        << e->string << ": " << fg_last_error();
+    EXPECT_EQ(fg_tokenizer_model(t.t), FG_TOK_SPM);
+    std::vector<std::vector<int32_t>> got;
+    for (const std::string &s : texts) got.push_back(encode(t.t, s));
+    expect_golden(e->string, e, got, block);
+    const cJSON *d;
+    int i = 0;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(e, "decoded")) {
+      EXPECT_EQ(decode(t.t, got[i]), d->valuestring) << e->string << ": text " << i;
+      i++;
+    }
+    n++;
+  }
+  EXPECT_EQ(n, 3);
+}
+
 TEST(Tokenizer, SmolLM2GuideExampleAndGgufFields) {
   Tok t;
   std::string path = kDir + "smollm2.gguf";

