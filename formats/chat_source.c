@@ -10,6 +10,7 @@
 #include "forgia/chat.h"
 #include "core/text.h"
 #include "forgia/mapping.h"
+#include "formats/tokenizer_internal.h"
 
 /* A template file or config is read whole; the cap keeps a wrong path from being slurped. */
 #define CHAT_FILE_MAX ((size_t)64 << 20)
@@ -92,14 +93,7 @@ fg_status fg_chat_template_from_hf_dir(const char *dir, const char *name, char *
     goto done;
   }
   if (stat(cfg_path, &st) == 0) {
-    if ((s = read_all(cfg_path, &text, &n))) goto done;
-    const char *end = NULL;
-    cfg = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-    if (!cfg) {
-      s = fg_fail(FG_ERR_INVALID_JSON, "%s: not valid JSON (near byte %zu)", cfg_path,
-                  end ? (size_t)(end - text) : (size_t)0);
-      goto done;
-    }
+    if ((s = fg_tok_read_json(cfg_path, &cfg))) goto done;
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     if (ct && !cJSON_IsNull(ct)) {
       s = from_config(cfg_path, ct, name, out, len);
@@ -107,8 +101,6 @@ fg_status fg_chat_template_from_hf_dir(const char *dir, const char *name, char *
     }
   }
   if (!name && stat(jinja, &st) == 0) {
-    free(text);
-    text = NULL;
     if ((s = read_all(jinja, &text, &n))) goto done;
     *out = text;
     if (len) *len = n;

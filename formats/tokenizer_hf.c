@@ -15,7 +15,7 @@
  * file named tokenizer.json) from being parsed as JSON. */
 #define HF_JSON_MAX ((size_t)256 << 20)
 
-static fg_status read_json(const char *path, cJSON **out) {
+fg_status fg_tok_read_json(const char *path, cJSON **out) {
   fg_mapping *m = NULL;
   fg_status s = fg_mapping_open(path, FG_MAP_READ, &m);
   if (s) return s;
@@ -400,8 +400,8 @@ fg_status fg_tokenizer_from_hf_dir(const char *dir, fg_tokenizer **out) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", dir);
     goto done;
   }
-  if ((s = read_json(tj, &root))) goto done;
-  if (stat(tc, &st) == 0 && (s = read_json(tc, &cfg))) goto done;
+  if ((s = fg_tok_read_json(tj, &root))) goto done;
+  if (stat(tc, &st) == 0 && (s = fg_tok_read_json(tc, &cfg))) goto done;
   s = build_from_json(tj, root, cfg, out);
 done:
   cJSON_Delete(root);

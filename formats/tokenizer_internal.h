@@ -75,6 +75,11 @@ int fg_tok_cp_byte(uint32_t cp);
  * is fg_utf8_put, core/text.h). */
 size_t fg_tok_utf8_get(const unsigned char *s, size_t n, uint32_t *cp);
 
+/* A JSON file of a Hugging Face folder (tokenizer.json, tokenizer_config.json), parsed whole
+ * under a size cap (tokenizer_hf.c); errors name the file and the byte near a syntax error. */
+struct cJSON;
+fg_status fg_tok_read_json(const char *path, struct cJSON **out);
+
 /* Merge-table lookup: the slot for (left, right), or NULL. */
 const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, int32_t right);
 

@@ -155,10 +155,8 @@ inline size_t write_st_dir(const std::string &dir, const std::vector<Tensor> &ts
   return nshards;
 }
 
-// Expected bytes of t on the device under policy p.
-inline std::vector<uint8_t> expected(const Tensor &t, fg_load_dtype p) {
-  fg_dtype od = fg_load_target_dtype(p, t.dtype);
-  if (od == t.dtype) return t.bytes;
+// Each element of t (f32, f16, bf16 or a block type) as its f32 value (a block type's decoded value).
+inline std::vector<float> as_f32(const Tensor &t) {
   uint64_t n = t.numel();
   std::vector<float> f(n);
   if (fg_dtype_info(t.dtype)->is_quant) {
@@ -176,6 +174,15 @@ inline std::vector<uint8_t> expected(const Tensor &t, fg_load_dtype p) {
       }
     }
   }
+  return f;
+}
+
+// Expected bytes of t on the device under policy p.
+inline std::vector<uint8_t> expected(const Tensor &t, fg_load_dtype p) {
+  fg_dtype od = fg_load_target_dtype(p, t.dtype);
+  if (od == t.dtype) return t.bytes;
+  uint64_t n = t.numel();
+  std::vector<float> f = as_f32(t);
   std::vector<uint8_t> out;
   if (od == FG_F32) {
     out.resize(n * 4);

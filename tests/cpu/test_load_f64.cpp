@@ -16,22 +16,7 @@ namespace {
 // value), widened.
 std::vector<uint8_t> as_f64(const ldt::Tensor &t) {
   uint64_t n = t.numel();
-  std::vector<float> f(n);
-  if (fg_dtype_info(t.dtype)->is_quant) {
-    uint64_t row = t.shape.back();
-    EXPECT_EQ(FG_OK, fg_quant_decode_rows(t.dtype, t.bytes.data(), t.bytes.size(), f.data(), (int64_t)(n / row),
-                                          (int64_t)row));
-  } else {
-    for (uint64_t i = 0; i < n; i++) {
-      if (t.dtype == FG_F32) {
-        memcpy(&f[i], &t.bytes[i * 4], 4);
-      } else {
-        uint16_t h;
-        memcpy(&h, &t.bytes[i * 2], 2);
-        f[i] = t.dtype == FG_F16 ? fg_f16_to_f32(h) : fg_bf16_to_f32(h);
-      }
-    }
-  }
+  std::vector<float> f = ldt::as_f32(t);
   std::vector<uint8_t> out(n * 8);
   for (uint64_t i = 0; i < n; i++) {
     double d = f[i];
