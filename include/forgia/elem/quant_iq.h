@@ -44,7 +44,7 @@ static inline FG_HD float fg_iq_half_scale(float d, unsigned s, float f) {
 
 /* IQ2_XXS, 66 bytes: d fp16, then per 32-element group two u32: A = 4 x 8-bit grid indices
  * (bytes), B = 4 x 7-bit sign indices (bits 7l..7l+6) and the scale in bits 28..31. */
-static inline FG_HD void fg_dequant_iq2_xxs(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq2_xxs(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   for (int g = 0; g < 8; g++) {
     const uint8_t *q = b + 2 + 8 * g;
@@ -57,7 +57,7 @@ static inline FG_HD void fg_dequant_iq2_xxs(const uint8_t *b, float *y) {
 
 /* IQ2_XS, 74 bytes: d fp16, qs[32] u16 (9-bit grid index, 7-bit sign index above it),
  * scales[8] (per 32-element group: low nibble for its first 16 elements, high for the rest). */
-static inline FG_HD void fg_dequant_iq2_xs(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq2_xs(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2, *sc = b + 66;
   for (int g = 0; g < 8; g++) {
@@ -72,7 +72,7 @@ static inline FG_HD void fg_dequant_iq2_xs(const uint8_t *b, float *y) {
 
 /* IQ2_S, 82 bytes: d fp16, qs[32] (low 8 index bits), signs[32] (explicit sign bytes),
  * qh[8] (bits 2l..2l+1 of qh[g] are index bits 8..9 of group g's l-th 8), scales[8] as IQ2_XS. */
-static inline FG_HD void fg_dequant_iq2_s(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq2_s(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2, *signs = b + 34, *qh = b + 66, *sc = b + 74;
   for (int g = 0; g < 8; g++) {
@@ -87,7 +87,7 @@ static inline FG_HD void fg_dequant_iq2_s(const uint8_t *b, float *y) {
 
 /* IQ3_XXS, 98 bytes: d fp16, qs[64] (8-bit indices into the 4-value grid, two per 8), then
  * per 32-element group a u32 of 4 x 7-bit sign indices and the scale in bits 28..31. */
-static inline FG_HD void fg_dequant_iq3_xxs(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq3_xxs(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int g = 0; g < 8; g++) {
@@ -105,7 +105,7 @@ static inline FG_HD void fg_dequant_iq3_xxs(const uint8_t *b, float *y) {
 /* IQ3_S, 110 bytes: d fp16, qs[64] (low 8 index bits), qh[8] (bit i of qh[g] is index bit 8
  * of the i-th index of group g), signs[32], scales[4] (nibble per 32-element group; factor
  * 1 + 2s, an integer). */
-static inline FG_HD void fg_dequant_iq3_s(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq3_s(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2, *qh = b + 66, *signs = b + 74, *sc = b + 106;
   for (int g = 0; g < 8; g++) {
@@ -131,7 +131,7 @@ static inline FG_HD void fg_iq1_put8(float dl, float delta, unsigned idx, float 
 /* IQ1_S, 50 bytes: d fp16, qs[32] (low 8 index bits), qh[8] u16 per 32-element group: bits
  * 3l..3l+2 are index bits 8..10 of its l-th 8, bits 12..14 the scale s (factor 2s + 1),
  * bit 15 the sign of delta. */
-static inline FG_HD void fg_dequant_iq1_s(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq1_s(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int g = 0; g < 8; g++) {
@@ -147,7 +147,7 @@ static inline FG_HD void fg_dequant_iq1_s(const uint8_t *b, float *y) {
  * bits 8..10, bit 3 the sign of delta), scales[8] read as 4 u16: per 16 elements a 3-bit scale
  * s (factor 2s + 1) at bits 3k of word k/4, and the top nibbles of the 4 words together form
  * the block's fp16 d (word 0's top nibble lowest). */
-static inline FG_HD void fg_dequant_iq1_m(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq1_m(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const uint8_t *qs = b, *qh = b + 32;
   unsigned sc[4];
   for (int k = 0; k < 4; k++) sc[k] = fg_ld_le16(b + 48 + 2 * k);

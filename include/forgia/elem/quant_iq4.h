@@ -11,7 +11,7 @@ static inline FG_HD int fg_iq4nl_value(int q) {
 }
 
 /* IQ4_NL, 18 bytes: d fp16, qs[16]; byte j = element j (low nibble), j+16 (high). */
-static inline FG_HD void fg_dequant_iq4_nl(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq4_nl(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int j = 0; j < 16; j++) {
@@ -22,7 +22,7 @@ static inline FG_HD void fg_dequant_iq4_nl(const uint8_t *b, float *y) {
 
 /* IQ4_XS, 136 bytes: d fp16, scales_h u16, scales_l[4], qs[128]; sub-block j (32 elements) has
  * the 6-bit scale (nibble j of scales_l) | (bits 2j.. of scales_h) << 4, biased by 32. */
-static inline FG_HD void fg_dequant_iq4_xs(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_iq4_xs(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint16_t sh = fg_ld_le16(b + 2);
   const uint8_t *sl = b + 4, *qs = b + 8;

@@ -7,7 +7,7 @@
 #include "forgia/elem/quant_common.h"
 
 /* Q2_K, 84 bytes: scales[16] (lo = scale, hi = min), qs[64], d fp16, dmin fp16. */
-static inline FG_HD void fg_dequant_q2_K(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q2_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const uint8_t *sc = b;
   const float d = fg_ld_f16(b + 80), dmin = fg_ld_f16(b + 82);
   for (int k = 0; k < 16; k++) { /* sub-block k: elements 16k.., half k/8, shift 2*((k/2)%4) */
@@ -26,7 +26,7 @@ static inline FG_HD int fg_q3_K_scale(const uint8_t *scales, int j) {
 }
 
 /* Q3_K, 110 bytes: hmask[32], qs[64], scales[12], d fp16. */
-static inline FG_HD void fg_dequant_q3_K(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q3_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const uint8_t *hmask = b, *scales = b + 96;
   const float d = fg_ld_f16(b + 108);
   for (int k = 0; k < 16; k++) { /* sub-block k: elements 16k..; high bit plane k/2 */
@@ -52,39 +52,52 @@ static inline FG_HD void fg_k4_scale_min(const uint8_t *q, int j, int *sc, int *
   }
 }
 
-/* Q4_K, 144 bytes: d fp16, dmin fp16, scales[12], qs[128]. */
-static inline FG_HD void fg_dequant_q4_K(const uint8_t *b, float *y) {
-  const float d = fg_ld_f16(b), dmin = fg_ld_f16(b + 2);
-  const uint8_t *scales = b + 4, *qs = b + 16;
-  for (int j = 0; j < 8; j++) {
-    int sc, m;
-    fg_k4_scale_min(scales, j, &sc, &m);
-    const float d1 = d * (float)sc, m1 = dmin * (float)m;
-    const uint8_t *q = qs + 32 * (j >> 1);
-    const int shift = (j & 1) * 4;
-    for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)((q[l] >> shift) & 15) - m1;
+/* All 8 sub-block scales d * sc and mins dmin * m of Q4_K / Q5_K (fg_k4_scale_min's values,
+ * multiplied as ggml does): sub-blocks j and j + 4 in one pass, without the branch on j. */
+static inline FG_HD void fg_k4_scales(const uint8_t *q, float d, float dmin, float *dl, float *ml) {
+  for (int j = 0; j < 4; j++) {
+    dl[j] = d * (float)(q[j] & 63);
+    ml[j] = dmin * (float)(q[j + 4] & 63);
+    dl[j + 4] = d * (float)((q[j + 8] & 15) | ((q[j] >> 6) << 4));
+    ml[j + 4] = dmin * (float)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
   }
 }
 
-/* Q5_K, 176 bytes: d fp16, dmin fp16, scales[12], qh[32], qs[128]. */
-static inline FG_HD void fg_dequant_q5_K(const uint8_t *b, float *y) {
+/* Q4_K, 144 bytes: d fp16, dmin fp16, scales[12], qs[128]. Sub-blocks 2p and 2p+1 are the low
+ * and high nibbles of the same 32 bytes, so each pair is one pass with constant shifts. */
+static inline FG_HD void fg_dequant_q4_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
+  const float d = fg_ld_f16(b), dmin = fg_ld_f16(b + 2);
+  const uint8_t *scales = b + 4, *qs = b + 16;
+  float dl[8], ml[8];
+  fg_k4_scales(scales, d, dmin, dl, ml);
+  for (int p = 0; p < 4; p++) {
+    const float d1 = dl[2 * p], m1 = ml[2 * p], d2 = dl[2 * p + 1], m2 = ml[2 * p + 1];
+    const uint8_t *q = qs + 32 * p;
+    float *o = y + 64 * p;
+    for (int l = 0; l < 32; l++) o[l] = d1 * (float)(q[l] & 15) - m1;
+    for (int l = 0; l < 32; l++) o[32 + l] = d2 * (float)(q[l] >> 4) - m2;
+  }
+}
+
+/* Q5_K, 176 bytes: d fp16, dmin fp16, scales[12], qh[32], qs[128]; bit j of qh[l] is the 5th bit
+ * of element l of sub-block j. Paired as Q4_K, the qh bits at constant positions 2p and 2p+1. */
+static inline FG_HD void fg_dequant_q5_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b), dmin = fg_ld_f16(b + 2);
   const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
-  for (int j = 0; j < 8; j++) {
-    int sc, m;
-    fg_k4_scale_min(scales, j, &sc, &m);
-    const float d1 = d * (float)sc, m1 = dmin * (float)m;
-    const uint8_t *q = qs + 32 * (j >> 1);
-    const int shift = (j & 1) * 4;
-    for (int l = 0; l < 32; l++) {
-      const int v = ((q[l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4);
-      y[32 * j + l] = d1 * (float)v - m1;
-    }
+  float dl[8], ml[8];
+  fg_k4_scales(scales, d, dmin, dl, ml);
+  for (int p = 0; p < 4; p++) {
+    const float d1 = dl[2 * p], m1 = ml[2 * p], d2 = dl[2 * p + 1], m2 = ml[2 * p + 1];
+    const uint8_t *q = qs + 32 * p;
+    float *o = y + 64 * p;
+    const uint8_t u1 = (uint8_t)(1u << (2 * p)), u2 = (uint8_t)(2u << (2 * p));
+    for (int l = 0; l < 32; l++) o[l] = d1 * (float)((q[l] & 15) + ((qh[l] & u1) ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; l++) o[32 + l] = d2 * (float)((q[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
   }
 }
 
 /* Q6_K, 210 bytes: ql[128], qh[64], scales[16] int8, d fp16. */
-static inline FG_HD void fg_dequant_q6_K(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q6_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const int8_t *scales = (const int8_t *)(b + 192);
   const float d = fg_ld_f16(b + 208);
   for (int k = 0; k < 16; k++) { /* sub-block k: half h = k/8, quarter s = (k/2)%4 */
@@ -100,7 +113,7 @@ static inline FG_HD void fg_dequant_q6_K(const uint8_t *b, float *y) {
 }
 
 /* Q8_K, 292 bytes: d f32, qs[256] int8, bsums[16] int16 (redundant sums, not read). */
-static inline FG_HD void fg_dequant_q8_K(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q8_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_bits_f32(fg_ld_le32(b));
   for (int j = 0; j < 256; j++) y[j] = d * (float)(int8_t)b[4 + j];
 }

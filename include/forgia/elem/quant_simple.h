@@ -8,7 +8,7 @@
 #include "forgia/elem/quant_common.h"
 
 /* Q4_0, 18 bytes: d fp16, qs[16]; byte j = element j (low nibble), j+16 (high). */
-static inline FG_HD void fg_dequant_q4_0(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q4_0(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int j = 0; j < 16; j++) {
@@ -18,7 +18,7 @@ static inline FG_HD void fg_dequant_q4_0(const uint8_t *b, float *y) {
 }
 
 /* Q4_1, 20 bytes: d fp16, m fp16, qs[16]. */
-static inline FG_HD void fg_dequant_q4_1(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q4_1(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b), m = fg_ld_f16(b + 2);
   const uint8_t *qs = b + 4;
   for (int j = 0; j < 16; j++) {
@@ -28,7 +28,7 @@ static inline FG_HD void fg_dequant_q4_1(const uint8_t *b, float *y) {
 }
 
 /* Q5_0, 22 bytes: d fp16, qh u32 (bit j = 5th bit of element j), qs[16]. */
-static inline FG_HD void fg_dequant_q5_0(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q5_0(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint32_t qh = fg_ld_le32(b + 2);
   const uint8_t *qs = b + 6;
@@ -40,7 +40,7 @@ static inline FG_HD void fg_dequant_q5_0(const uint8_t *b, float *y) {
 }
 
 /* Q5_1, 24 bytes: d fp16, m fp16, qh u32, qs[16]. */
-static inline FG_HD void fg_dequant_q5_1(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q5_1(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b), m = fg_ld_f16(b + 2);
   const uint32_t qh = fg_ld_le32(b + 4);
   const uint8_t *qs = b + 8;
@@ -52,14 +52,14 @@ static inline FG_HD void fg_dequant_q5_1(const uint8_t *b, float *y) {
 }
 
 /* Q8_0, 34 bytes: d fp16, qs[32] int8. */
-static inline FG_HD void fg_dequant_q8_0(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q8_0(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
 /* Q8_1, 36 bytes: d fp16, s fp16 (d * sum of codes, unused here), qs[32] int8.
  * ggml registers no dequantizer for Q8_1; q*d is what its layout means. */
-static inline FG_HD void fg_dequant_q8_1(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q8_1(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[4 + j] * d;
 }
@@ -68,7 +68,7 @@ static inline FG_HD void fg_dequant_q8_1(const uint8_t *b, float *y) {
  * The elements are d itself, not products, so a signalling-NaN scale would come through as
  * it is; ggml's portable fp16 conversion ends in an f32 multiply, which returns it quiet, so set
  * the quiet bit (by bits, so CPU and CUDA agree). Any other d is unchanged. */
-static inline FG_HD void fg_dequant_q1_0(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q1_0(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   uint32_t du = fg_f32_bits(fg_ld_f16(b));
   if ((du & 0x7fffffffu) > 0x7f800000u) du |= 0x00400000u;
   const float d = fg_bits_f32(du);
@@ -79,7 +79,7 @@ static inline FG_HD void fg_dequant_q1_0(const uint8_t *b, float *y) {
 }
 
 /* Q2_0, 18 bytes per 64: d fp16, qs[16]; element j is bits 2(j%4).. of qs[j/4], value (q-1)d. */
-static inline FG_HD void fg_dequant_q2_0(const uint8_t *b, float *y) {
+static inline FG_HD void fg_dequant_q2_0(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int j = 0; j < 64; j++) y[j] = (float)((int)((qs[j >> 2] >> (2 * (j & 3))) & 3) - 1) * d;
