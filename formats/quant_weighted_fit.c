@@ -1,0 +1,176 @@
+/* ggml's fitting helpers in their weighted forms (make_qx_quants with quant weights,
+ * make_qkx3_quants, make_qp_quants). Every sum runs in index order in f32 and every product
+ * keeps ggml's association ((w*x)*l, (w*l)*l): the chosen codes depend on the rounding. */
+#include <math.h>
+#include <string.h>
+
+#include "formats/quant_weighted_internal.h"
+
+float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; i++) {
+    const float ax = fabsf(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < FG_QW_GROUP_MAX_EPS) {
+    memset(L, 0, (size_t)n);
+    return 0.0f;
+  }
+  float iscale = -nmax / max;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    const int l = fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = (int8_t)(l + nmax);
+    sumlx += qw[i] * x[i] * l;
+    suml2 += qw[i] * l * l;
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; is++) {
+    if (is == 0) continue;
+    iscale = -(nmax + 0.1f * is) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; i++) {
+      const int l = fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      sumlx += qw[i] * x[i] * l;
+      suml2 += qw[i] * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; i++)
+        L[i] = (int8_t)(nmax + fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+                     uint8_t *Laux, float rmin, float rdelta, int nstep) {
+  float min = x[0], max = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; i++) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max <= min) {
+    memset(L, 0, (size_t)n);
+    *the_min = -min;
+    return 0.0f;
+  }
+  float iscale = nmax / (max - min);
+  float scale = 1 / iscale;
+  float best = 0;
+  for (int i = 0; i < n; i++) {
+    L[i] = (uint8_t)fg_qw_clampi(fg_nearest_int(iscale * (x[i] - min)), 0, nmax);
+    const float diff = scale * L[i] + min - x[i];
+    best += w[i] * (diff * diff);
+  }
+  for (int is = 0; is <= nstep; is++) {
+    iscale = (rmin + rdelta * is + nmax) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; i++) {
+      const int l = fg_qw_clampi(fg_nearest_int(iscale * (x[i] - min)), 0, nmax);
+      Laux[i] = (uint8_t)l;
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float err = 0;
+      for (int i = 0; i < n; i++) {
+        const float diff = this_scale * Laux[i] + this_min - x[i];
+        err += w[i] * (diff * diff);
+      }
+      if (err < best) {
+        memcpy(L, Laux, (size_t)n);
+        best = err;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+/* L holds uint8 codes, as ggml's: a negative nearest_int (a negative scale to fit) wraps
+ * there and the descent then reads the wrapped code, so the wrap is kept. */
+float fg_qw_fit_scales(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+  float max = 0;
+  for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
+  if (max < FG_QW_GROUP_MAX_EPS) {
+    memset(L, 0, (size_t)n);
+    return 0.0f;
+  }
+  float iscale = nmax / max;
+  for (int i = 0; i < n; i++) L[i] = (uint8_t)fg_nearest_int(iscale * x[i]);
+  float scale = 1 / iscale;
+  float best_mse = 0;
+  for (int i = 0; i < n; i++) {
+    const float diff = x[i] - scale * L[i];
+    best_mse += qw[i] * diff * diff;
+  }
+  for (int is = -4; is <= 4; is++) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * is + nmax) / max;
+    const float scale_is = 1 / iscale_is;
+    float mse = 0;
+    for (int i = 0; i < n; i++) {
+      int l = fg_nearest_int(iscale_is * x[i]);
+      l = nmax < l ? nmax : l;
+      const float diff = x[i] - scale_is * l;
+      mse += qw[i] * diff * diff;
+    }
+    if (mse < best_mse) {
+      best_mse = mse;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    int l = fg_nearest_int(iscale * x[i]);
+    l = nmax < l ? nmax : l;
+    L[i] = (uint8_t)l;
+    sumlx += qw[i] * x[i] * l;
+    suml2 += qw[i] * l * l;
+  }
+  for (int itry = 0; itry < 5; itry++) {
+    int n_changed = 0;
+    for (int i = 0; i < n; i++) {
+      const float w = qw[i];
+      float slx = sumlx - w * x[i] * L[i];
+      float sl2 = suml2 - w * L[i] * L[i];
+      if (slx > 0 && sl2 > 0) {
+        int new_l = fg_nearest_int(x[i] * sl2 / slx);
+        new_l = nmax < new_l ? nmax : new_l;
+        if (new_l != L[i]) {
+          slx += w * x[i] * new_l;
+          sl2 += w * new_l * new_l;
+          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = (uint8_t)new_l;
+            sumlx = slx;
+            suml2 = sl2;
+            n_changed++;
+          }
+        }
+      }
+    }
+    if (!n_changed) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}

@@ -1,0 +1,56 @@
+/* Row encoders behind fg_quant_encode_rows_weighted (forgia/quant_weighted.h). Each encodes
+ * one row of n finite floats (the caller has checked them, and the weights) with n per-column
+ * weights qw, following ggml's quantize_<type> with quant_weights operation by operation in
+ * f32, so that the bytes match ggml built with -ffp-contract=off. Unlike the unweighted block
+ * encoders of quant_internal.h these take whole rows: the simple types scale their weights by
+ * the row's mean square, the k-quants and IQ4 by each super-block's. qw may be NULL only where
+ * a comment says so (the grid i-quants that ggml runs without a matrix). */
+#ifndef FORGIA_FORMATS_QUANT_WEIGHTED_INTERNAL_H
+#define FORGIA_FORMATS_QUANT_WEIGHTED_INTERNAL_H
+
+#include <stdint.h>
+
+#include "formats/quant_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*fg_qrow_wenc)(const float *x, const float *qw, uint8_t *y, int64_t n);
+
+#define FG_QW_GROUP_MAX_EPS 1e-15f
+
+static inline int fg_qw_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* quant_weighted_fit.c: ggml's fitting helpers, in their weighted forms. */
+
+/* Symmetric fit of n values with weights qw (make_qx_quants, rmse_type 1): codes
+ * -nmax..nmax-1 stored +nmax in L; 18 trial inverse scales around -nmax/max. */
+float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw);
+/* Asymmetric fit (make_qkx3_quants with weights, squared error): codes 0..nmax in L, Laux
+ * scratch of n; nstep+1 trial inverse scales. *the_min receives -min. */
+float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+                     uint8_t *Laux, float rmin, float rdelta, int nstep);
+/* Fit of non-negative sub-block scales to codes 0..nmax (make_qp_quants) with weights qw,
+ * then up to 5 passes of coordinate descent; returns the super-block scale. */
+float fg_qw_fit_scales(int n, int nmax, const float *x, uint8_t *L, const float *qw);
+
+/* quant_weighted_simple.c */
+void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q4_1(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q5_0(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q5_1(const float *x, const float *qw, uint8_t *y, int64_t n);
+/* quant_weighted_kquants.c */
+void fg_qwenc_q2_K(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q3_K(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q4_K(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q5_K(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_q6_K(const float *x, const float *qw, uint8_t *y, int64_t n);
+/* quant_weighted_iq4.c */
+void fg_qwenc_iq4_nl(const float *x, const float *qw, uint8_t *y, int64_t n);
+void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

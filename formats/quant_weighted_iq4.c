@@ -1,0 +1,128 @@
+/* Weighted encoders of IQ4_NL and IQ4_XS (ggml quantize_iq4_{nl,xs} with quant_weights: the
+ * search of quant_iq.c with weights qw * sqrt(sigma2 + x²) in place of x², sigma2 twice the
+ * mean square of the super-block: 32 elements for IQ4_NL, 256 for IQ4_XS). */
+#include <math.h>
+#include <string.h>
+
+#include "formats/quant_weighted_internal.h"
+#include "forgia/elem/quant_iq4.h"
+
+/* Nearest entry of the non-linear table by bisection, the upper one winning ties; NaN falls
+ * through every compare and lands on the last entry, as in ggml's best_index_int8. */
+static int fg_qw_iq4_index(float x) {
+  if (x <= (float)fg_iq4nl_value(0)) return 0;
+  if (x >= (float)fg_iq4nl_value(15)) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (x < (float)fg_iq4nl_value(mid)) hi = mid;
+    else lo = mid;
+  }
+  return x - (float)fg_iq4nl_value(hi - 1) < (float)fg_iq4nl_value(hi) - x ? hi - 1 : hi;
+}
+
+/* Scale of one 32-element sub-block with weights w (0 for an all-zero sub-block): the first
+ * guess -max/-127 refined by least squares, then 15 trial inverse scales (ntry 7). */
+static float fg_qw_iq4_fit(const float *xb, const float *w) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; j++) {
+    const float ax = fabsf(xb[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = xb[j];
+    }
+  }
+  if (amax < FG_QW_GROUP_MAX_EPS) return 0.0f;
+  const float v0 = (float)fg_iq4nl_value(0);
+  float d = -max / v0;
+  float id = 1 / d;
+  float sumqx = 0, sumq2 = 0;
+  for (int j = 0; j < 32; j++) {
+    const float q = (float)fg_iq4nl_value(fg_qw_iq4_index(id * xb[j]));
+    sumqx += w[j] * q * xb[j];
+    sumq2 += w[j] * q * q;
+  }
+  d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+  float best = d * sumqx;
+  for (int itry = -7; itry <= 7; itry++) {
+    id = (float)(itry + fg_iq4nl_value(0)) / max;
+    sumqx = sumq2 = 0;
+    for (int j = 0; j < 32; j++) {
+      const float q = (float)fg_iq4nl_value(fg_qw_iq4_index(id * xb[j]));
+      sumqx += w[j] * q * xb[j];
+      sumq2 += w[j] * q * q;
+    }
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+static float fg_qw_sigma2(const float *x, int n) {
+  float s = 0;
+  for (int j = 0; j < n; j++) s += x[j] * x[j];
+  s *= 2.f / n;
+  return s;
+}
+
+static void fg_qw_iq4_weights(const float *xb, const float *qw, float sigma2, float *w) {
+  for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+}
+
+static void fg_qw_pack_iq4(const uint8_t *L, uint8_t *q4, int nsub) {
+  for (int i = 0; i < nsub; i++)
+    for (int j = 0; j < 16; j++) q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+}
+
+void fg_qwenc_iq4_nl(const float *x, const float *qw, uint8_t *y, int64_t n) {
+  float w[32];
+  uint8_t L[32];
+  for (int64_t ib = 0; ib < n / 32; ib++, x += 32, qw += 32, y += 18) {
+    fg_qw_iq4_weights(x, qw, fg_qw_sigma2(x, 32), w);
+    const float d = fg_qw_iq4_fit(x, w);
+    fg_st_le16(y, fg_f32_to_f16(d));
+    /* the codes against the final f32 scale, not the stored f16 one */
+    const float id = d != 0.0f ? 1 / d : 0;
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)fg_qw_iq4_index(id * x[j]);
+    fg_qw_pack_iq4(L, y + 2, 1);
+  }
+}
+
+void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
+  float w[32], scales[8];
+  uint8_t L[256];
+  for (int64_t ibl = 0; ibl < n / 256; ibl++, x += 256, qw += 256, y += 136) {
+    const float sigma2 = fg_qw_sigma2(x, 256);
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < 8; ib++) {
+      fg_qw_iq4_weights(x + 32 * ib, qw + 32 * ib, sigma2, w);
+      scales[ib] = fg_qw_iq4_fit(x + 32 * ib, w);
+      const float a = fabsf(scales[ib]);
+      if (a > amax_scale) {
+        amax_scale = a;
+        max_scale = scales[ib];
+      }
+    }
+    uint8_t *scales_l = y + 4;
+    uint16_t scales_h = 0;
+    memset(scales_l, 0, 4);
+    const float d = -max_scale / 32;
+    fg_st_le16(y, fg_f32_to_f16(d));
+    const float id = d != 0.0f ? 1 / d : 0.f;
+    for (int ib = 0; ib < 8; ib++) {
+      int l = fg_qw_clampi(fg_nearest_int(id * scales[ib]), -32, 31);
+      const float dl = d * l;
+      const float idl = dl != 0.0f ? 1 / dl : 0.f;
+      for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)fg_qw_iq4_index(idl * x[32 * ib + j]);
+      l += 32;
+      const uint8_t l_l = (uint8_t)(l & 0xf), l_h = (uint8_t)(l >> 4);
+      if (ib % 2 == 0) scales_l[ib / 2] = l_l;
+      else scales_l[ib / 2] |= (uint8_t)(l_l << 4);
+      scales_h |= (uint16_t)(l_h << (2 * ib));
+    }
+    fg_st_le16(y + 2, scales_h);
+    fg_qw_pack_iq4(L, y + 8, 8);
+  }
+}
