@@ -2,9 +2,17 @@
  * and 2 threads, each as a ratio to memcpy bandwidth with the same thread count measured in
  * the same run. With `--peer PYTHON` (a Python with gguf + numpy) the same rows also go through
  * gguf-py's numpy codec (bench_quant_peer.py) and the 1-thread figures are reported against it.
+ * With `--ggml PEER` (the ggml_quant_peer program that bench/ggml_peer/build_ggml.sh builds, or
+ * its folder) the same rows go through ggml's own quantizers and to_float on 1 and 2 threads:
+ * every figure is also reported against ggml's, forgia decodes ggml's bytes (so both decode the
+ * same input; the grid i-quants, which forgia only decodes, are measured that way too), and a
+ * table at the end ("#" lines) says per type whether forgia's bytes equal ggml's and whether
+ * forgia's floats from ggml's bytes equal ggml's (memcmp).
  * Rows are 4096 gaussian floats; --size sets the f32 input bytes. */
 #include <math.h>
 #include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,11 +74,89 @@ static double peer_lookup(const peer_fig *p, int n, const char *op, const char *
   return 0.0;
 }
 
+/* ggml's figures: "encode|decode TYPE THREADS MB/s" lines of ggml_quant_peer */
+typedef struct {
+  char op[8], type[16];
+  int threads;
+  double mbs;
+} ggml_fig;
+
+static int run_ggml(const char *peer, const char *rows_path, const char *dir, const fg_bench *b, ggml_fig *out,
+                    int cap) {
+  char exe[4096], cmd[8192];
+  struct stat st;
+  if (stat(peer, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(exe, sizeof exe, "%s/ggml_quant_peer", peer);
+  else snprintf(exe, sizeof exe, "%s", peer);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %d %d %d '%s'", exe, rows_path, ROW, b->reps, b->warmup, dir);
+  FILE *f = popen(cmd, "r");
+  if (!f) return 0;
+  int n = 0;
+  char line[256];
+  while (n < cap && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%7s %15s %d %lf", out[n].op, out[n].type, &out[n].threads, &out[n].mbs) == 4) n++;
+  }
+  if (pclose(f) != 0) fprintf(stderr, "quant: %s failed; its figures so far are used\n", exe);
+  return n;
+}
+
+static double ggml_lookup(const ggml_fig *p, int n, const char *op, const char *type, int threads) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(p[i].op, op) == 0 && strcmp(p[i].type, type) == 0 && p[i].threads == threads) return p[i].mbs;
+  return 0.0;
+}
+
+/* The whole file dir/name.ext when it is exactly `bytes` long, else NULL. */
+static void *read_exact(const char *dir, const char *name, const char *ext, size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  void *p = malloc(bytes + 1);
+  const size_t got = p ? fread(p, 1, bytes + 1, f) : 0;
+  fclose(f);
+  if (got != bytes) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* One row of the closing table: MB/s [op][threads] for forgia and ggml (0: not measured). */
+typedef struct {
+  const char *name;
+  double fg[2][3], gg[2][3];
+  int bytes_eq, floats_eq; /* 1 yes, 0 no, -1 not compared */
+} ggml_row;
+
+static void print_ratio(double a, double b) {
+  if (a > 0 && b > 0) printf(" %8.0f %8.0f %5.2fx", a, b, a / b);
+  else if (a > 0) printf(" %8.0f %8s %6s", a, "-", "-");
+  else if (b > 0) printf(" %8s %8.0f %6s", "-", b, "-");
+  else printf(" %8s %8s %6s", "-", "-", "-");
+}
+
+static void print_ggml_table(const ggml_row *rows, int n, double mb) {
+  static const char *yn[3] = {"-", "no", "yes"};
+  printf("# forgia vs ggml (same rows: %.1f MB of f32 in rows of %d; MB/s of f32; ratio = forgia / ggml;\n"
+         "# decode of ggml's bytes; bytes/floats equal: memcmp with ggml's)\n", mb, ROW);
+  printf("# %-8s %-25s %-25s %-25s %-25s %-5s %-6s\n", "type", "encode t1: forgia ggml", "encode t2: forgia ggml",
+         "decode t1: forgia ggml", "decode t2: forgia ggml", "bytes", "floats");
+  for (int i = 0; i < n; i++) {
+    printf("# %-8s", rows[i].name);
+    for (int op = 0; op < 2; op++)
+      for (int th = 1; th <= 2; th++) print_ratio(rows[i].fg[op][th], rows[i].gg[op][th]);
+    printf(" %-5s %-6s\n", yn[rows[i].bytes_eq + 1], yn[rows[i].floats_eq + 1]);
+  }
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   fg_bench b = fg_bench_begin("quant", (size_t)8 << 20, argc, argv);
-  const char *python = NULL;
-  for (int i = 1; i + 1 < argc; i += 2)
+  const char *python = NULL, *ggml = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--peer") == 0) python = argv[i + 1];
+    if (strcmp(argv[i], "--ggml") == 0) ggml = argv[i + 1];
+  }
 
   const int64_t nrows = (int64_t)(b.size / 4 / ROW) > 0 ? (int64_t)(b.size / 4 / ROW) : 1;
   const size_t n = (size_t)nrows * ROW;
@@ -88,24 +174,32 @@ int main(int argc, char **argv) {
   }
 
   peer_fig peer[128];
-  int npeer = 0;
-  if (python) {
+  ggml_fig gfig[256];
+  int npeer = 0, nggml = 0;
+  char gdir[] = "/tmp/forgia_bench_quant_ggml_XXXXXX";
+  if (python || ggml) {
     char path[] = "/tmp/forgia_bench_quant_XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (f && fwrite(x, 4, n, f) == n) {
       fclose(f);
-      npeer = run_peer(python, path, b.reps, peer, 128);
+      if (python) npeer = run_peer(python, path, b.reps, peer, 128);
+      if (ggml && mkdtemp(gdir)) nggml = run_ggml(ggml, path, gdir, &b, gfig, 256);
     } else if (f) {
       fclose(f);
     }
     remove(path);
-    if (npeer == 0) fprintf(stderr, "quant: gguf-py peer gave no figures\n");
+    if (python && npeer == 0) fprintf(stderr, "quant: gguf-py peer gave no figures\n");
+    if (ggml && nggml == 0) fprintf(stderr, "quant: ggml peer %s gave no figures\n", ggml);
   }
 
+  /* the grid i-quants come last: forgia decodes them only, so they need ggml's bytes */
   const fg_dtype types[] = {FG_F16,  FG_BF16,  FG_Q8_0,   FG_Q4_0,   FG_Q4_1,  FG_Q5_0,  FG_Q5_1, FG_Q8_1,
                             FG_Q2_K, FG_Q3_K,  FG_Q4_K,   FG_Q5_K,   FG_Q6_K,  FG_Q8_K,  FG_TQ1_0, FG_TQ2_0,
-                            FG_IQ4_NL, FG_IQ4_XS, FG_MXFP4, FG_NVFP4, FG_Q1_0, FG_Q2_0};
+                            FG_IQ4_NL, FG_IQ4_XS, FG_MXFP4, FG_NVFP4, FG_Q1_0, FG_Q2_0,
+                            FG_IQ2_XXS, FG_IQ2_XS, FG_IQ2_S, FG_IQ3_XXS, FG_IQ3_S, FG_IQ1_S, FG_IQ1_M};
+  ggml_row grows[sizeof types / sizeof *types];
+  int ngrows = 0;
   const double mb = (double)(n * 4) / 1e6;
   double memcpy_mbs[3] = {0};
   for (int th = 1; th <= 2; th++) memcpy_mbs[th] = fg_bench_memcpy_gbs(&b, n * 4, th) * 1e3;
@@ -116,19 +210,33 @@ int main(int argc, char **argv) {
     fg_dtype_nbytes(types[k], n, &qb);
     q_ctx c = {types[k], x, y, q, (size_t)qb, nrows};
     const char *nm = fg_dtype_name(types[k]);
+    const bool enc = fg_quant_can_encode(types[k]);
+    uint8_t *gq = nggml > 0 ? read_exact(gdir, nm, "q", (size_t)qb) : NULL;
+    float *gy = nggml > 0 ? read_exact(gdir, nm, "f32", n * 4) : NULL;
+    if (!enc && !gq) continue;
+    ggml_row *row = &grows[ngrows++];
+    memset(row, 0, sizeof *row);
+    row->name = nm;
+    row->bytes_eq = enc && gq ? 1 : -1;
+    row->floats_eq = gy ? 1 : -1;
     for (int th = 1; th <= 2; th++) {
       fg_bench bt = b;
       bt.threads = th;
       omp_set_num_threads(th);
-      const double te = fg_bench_time(&bt, run_encode, &c);
+      const double te = enc ? fg_bench_time(&bt, run_encode, &c) : 0.0;
+      if (enc && gq && memcmp(q, gq, (size_t)qb) != 0) row->bytes_eq = 0;
+      if (gq) memcpy(q, gq, (size_t)qb); /* decode what ggml decodes */
       const double td = fg_bench_time(&bt, run_decode, &c);
-      snprintf(fig, sizeof fig, "%s_encode_t%d", nm, th);
-      fg_bench_report(&bt, fig, mb / te, "MB/s", "memcpy", memcpy_mbs[th]);
+      if (gy && memcmp(y, gy, n * 4) != 0) row->floats_eq = 0;
+      if (enc) {
+        snprintf(fig, sizeof fig, "%s_encode_t%d", nm, th);
+        fg_bench_report(&bt, fig, mb / te, "MB/s", "memcpy", memcpy_mbs[th]);
+      }
       snprintf(fig, sizeof fig, "%s_decode_t%d", nm, th);
       fg_bench_report(&bt, fig, mb / td, "MB/s", "memcpy", memcpy_mbs[th]);
       if (th == 1 && npeer > 0) {
         const double pe = peer_lookup(peer, npeer, "encode", nm), pd = peer_lookup(peer, npeer, "decode", nm);
-        if (pe > 0) {
+        if (pe > 0 && enc) {
           snprintf(fig, sizeof fig, "%s_encode_t1_vs_gguf_py", nm);
           fg_bench_report(&bt, fig, mb / te, "MB/s", "gguf-py", pe);
         }
@@ -137,7 +245,35 @@ int main(int argc, char **argv) {
           fg_bench_report(&bt, fig, mb / td, "MB/s", "gguf-py", pd);
         }
       }
+      row->fg[0][th] = enc ? mb / te : 0.0;
+      row->fg[1][th] = mb / td;
+      if (nggml > 0) {
+        const double ge = ggml_lookup(gfig, nggml, "encode", nm, th), gd = ggml_lookup(gfig, nggml, "decode", nm, th);
+        row->gg[0][th] = ge;
+        row->gg[1][th] = gd;
+        if (ge > 0 && enc) {
+          snprintf(fig, sizeof fig, "%s_encode_t%d_vs_ggml", nm, th);
+          fg_bench_report(&bt, fig, mb / te, "MB/s", "ggml", ge);
+        }
+        if (gd > 0) {
+          snprintf(fig, sizeof fig, "%s_decode_t%d_vs_ggml", nm, th);
+          fg_bench_report(&bt, fig, mb / td, "MB/s", "ggml", gd);
+        }
+      }
     }
+    free(gq);
+    free(gy);
+  }
+  if (nggml > 0) print_ggml_table(grows, ngrows, mb);
+  if (ggml && gdir[strlen(gdir) - 1] != 'X') { /* the folder was made: remove what the peer wrote */
+    char path[4096];
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+      snprintf(path, sizeof path, "%s/%s.q", gdir, fg_dtype_name(types[k]));
+      remove(path);
+      snprintf(path, sizeof path, "%s/%s.f32", gdir, fg_dtype_name(types[k]));
+      remove(path);
+    }
+    rmdir(gdir);
   }
   free(x);
   free(y);
