@@ -17,6 +17,17 @@ static const fg_qrow_wenc fg_wenc_tab[FG_GGML_TYPE_COUNT] = {
   [FG_IQ4_NL] = fg_qwenc_iq4_nl, [FG_IQ4_XS] = fg_qwenc_iq4_xs,
 };
 
+/* The grid i-quants: their encoder and search tables; they run without weights too. */
+typedef struct fg_qw_grid {
+  fg_qrow_wenc_grid fn;
+  int tab;
+} fg_qw_grid;
+
+static const fg_qw_grid fg_wgrid_tab[FG_GGML_TYPE_COUNT] = {
+  [FG_IQ3_XXS] = {fg_qwenc_iq3_xxs, FG_IQT_3XXS},
+  [FG_IQ3_S] = {fg_qwenc_iq3_s, FG_IQT_3S},
+};
+
 /* Byte offsets of each type's f16 fields in its block (see quant.c): a finite input whose
  * field rounds beyond 65504 would be stored as Inf, so the block is refused. */
 typedef struct fg_qw_halves {
@@ -28,6 +39,8 @@ static const fg_qw_halves fg_qw_half_tab[FG_GGML_TYPE_COUNT] = {
   [FG_Q4_0] = {1, {0}},      [FG_Q4_1] = {2, {0, 2}},   [FG_Q5_0] = {1, {0}},    [FG_Q5_1] = {2, {0, 2}},
   [FG_Q2_K] = {2, {80, 82}}, [FG_Q3_K] = {1, {108}},    [FG_Q4_K] = {2, {0, 2}}, [FG_Q5_K] = {2, {0, 2}},
   [FG_Q6_K] = {1, {208}},    [FG_IQ4_NL] = {1, {0}},    [FG_IQ4_XS] = {1, {0}},
+  [FG_IQ2_XXS] = {1, {0}},   [FG_IQ2_XS] = {1, {0}},    [FG_IQ2_S] = {1, {0}},   [FG_IQ3_XXS] = {1, {0}},
+  [FG_IQ3_S] = {1, {0}},     [FG_IQ1_S] = {1, {0}},
 };
 
 /* ggml's quantizers that run the reference code whatever the weights. */
@@ -36,7 +49,11 @@ static bool fg_qw_ignores(fg_dtype t) {
          t == FG_Q2_0 || t == FG_F32 || t == FG_F16 || t == FG_BF16;
 }
 
-static bool fg_qw_in_tab(fg_dtype t) { return (int)t >= 0 && t < FG_GGML_TYPE_COUNT && fg_wenc_tab[t] != NULL; }
+static bool fg_qw_is_grid(fg_dtype t) { return (int)t >= 0 && t < FG_GGML_TYPE_COUNT && fg_wgrid_tab[t].fn != NULL; }
+
+static bool fg_qw_in_tab(fg_dtype t) {
+  return ((int)t >= 0 && t < FG_GGML_TYPE_COUNT && fg_wenc_tab[t] != NULL) || fg_qw_is_grid(t);
+}
 
 bool fg_quant_needs_weights(fg_dtype t) { return t == FG_IQ2_XXS || t == FG_IQ2_XS || t == FG_IQ1_S; }
 
@@ -64,7 +81,7 @@ static fg_status fg_qw_refuse_nonfinite(const fg_dtype_traits *tr, const float *
 }
 
 static fg_status fg_qw_refuse_block(const fg_dtype_traits *tr, const float *src, int64_t nrows, int64_t n,
-                                    int64_t block, bool big) {
+                                    int64_t block, int why) {
   const int64_t be = tr->block_elems;
   const float *x = src + block * be;
   int64_t at = 0;
@@ -76,8 +93,10 @@ static fg_status fg_qw_refuse_block(const fg_dtype_traits *tr, const float *src,
   return fg_fail(FG_ERR_RANGE, "quant encode %s (weighted): %sblock %lld (elements %lld..%lld): largest magnitude %.9g at "
                  "element %lld %s", tr->name, row, (long long)(first / be), (long long)first,
                  (long long)(first + be - 1), (double)x[at], (long long)(first + at),
-                 big ? "reaches 2^32 (the fitting search overflows f32 there)"
-                     : "needs an f16 scale or min beyond 65504 (ggml would store Inf, which decodes to NaN)");
+                 why == 1   ? "reaches 2^32 (the fitting search overflows f32 there)"
+                 : why == 2 ? "leaves the grid search without a candidate (its weighted distances overflow f32; "
+                              "ggml aborts there)"
+                            : "needs an f16 scale or min beyond 65504 (ggml would store Inf, which decodes to NaN)");
 }
 
 fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nrows, int64_t n,
@@ -94,7 +113,8 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
     return fg_fail(FG_ERR_INVALID_ARG, "quant encode %s: needs an importance matrix (ggml cannot quantize %s "
                    "without one)", tr->name, tr->name);
   /* no weights, or a type that ignores them: ggml's unweighted bytes */
-  if (!weights || fg_qw_ignores(t)) return fg_quant_encode_rows(t, src, nrows, n, dst, dst_bytes);
+  const bool grid = fg_qw_is_grid(t);
+  if ((!weights && !grid) || fg_qw_ignores(t)) return fg_quant_encode_rows(t, src, nrows, n, dst, dst_bytes);
 
   if (n < 0 || nrows < 0)
     return fg_fail(FG_ERR_INVALID_ARG, "quant encode %s (weighted): negative row length %lld or row count %lld",
@@ -114,7 +134,7 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
                    (long long)nrows, (long long)n, (unsigned long long)row_bytes);
   if (want == 0) return FG_OK;
   if (!src || !dst) return fg_fail(FG_ERR_INVALID_ARG, "quant encode %s (weighted): NULL buffer", tr->name);
-  for (int64_t j = 0; j < n; j++) {
+  for (int64_t j = 0; weights && j < n; j++) {
     if (!isfinite(weights[j]))
       return fg_fail(FG_ERR_NONFINITE, "quant encode %s (weighted): weight %lld is %s", tr->name, (long long)j,
                      isnan(weights[j]) ? "NaN" : "Inf");
@@ -143,18 +163,33 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
   const int64_t stop_row = bad != INT64_MAX ? bad / n : big != INT64_MAX ? big * be / n : nrows;
 
   const fg_qrow_wenc enc = fg_wenc_tab[t];
+  const fg_iq_tab *tab = NULL;
+  if (grid && !(tab = fg_iq_tab_get(fg_wgrid_tab[t].tab)))
+    return fg_fail(FG_ERR_NOMEM, "quant encode %s: out of memory for the grid search tables", tr->name);
   uint8_t *y = (uint8_t *)dst;
+  int64_t failed = INT64_MAX; /* smallest flat block whose grid search found nothing */
   int64_t r;
 #pragma omp parallel for schedule(dynamic, 1) if (stop_row > 1 && stop_row * n >= FG_QW_PAR_MIN_ELEMS)
-  for (r = 0; r < stop_row; r++) enc(src + r * n, weights, y + (size_t)r * row_bytes, n);
+  for (r = 0; r < stop_row; r++) {
+    if (!grid) {
+      enc(src + r * n, weights, y + (size_t)r * row_bytes, n);
+      continue;
+    }
+    const int64_t fb = fg_wgrid_tab[t].fn(tab, src + r * n, weights, y + (size_t)r * row_bytes, n);
+    if (fb >= 0) {
+#pragma omp critical(fg_qw_failed)
+      if (r * (n / be) + fb < failed) failed = r * (n / be) + fb;
+    }
+  }
 
-  /* a stored f16 field that came out Inf, in an encoded row before the first problem */
+  /* a stored f16 field that came out Inf, in an encoded block before the first problem */
   const fg_qw_halves h = fg_qw_half_tab[t];
-  const int64_t nb_done = stop_row * (n / be);
+  const int64_t nb_done = stop_row * (n / be) < failed ? stop_row * (n / be) : failed;
   for (int64_t b = 0; b < nb_done; b++)
     for (int k = 0; k < h.n; k++)
-      if ((fg_ld_le16(y + b * bb + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, false);
+      if ((fg_ld_le16(y + b * bb + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
+  if (failed != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, failed, 2);
   if (bad != INT64_MAX) return fg_qw_refuse_nonfinite(tr, src, nrows, n, bad);
-  if (big != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, big, true);
+  if (big != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, big, 1);
   return FG_OK;
 }

@@ -35,6 +35,28 @@ float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L
  * then up to 5 passes of coordinate descent; returns the super-block scale. */
 float fg_qw_fit_scales(int n, int nmax, const float *x, uint8_t *L, const float *qw);
 
+/* quant_weighted_grid.c: the grid i-quants' search tables (see there), built once. */
+enum { FG_IQT_2XXS, FG_IQT_2XS, FG_IQT_2S, FG_IQT_1S, FG_IQT_3XXS, FG_IQT_3S, FG_IQT_COUNT };
+#define FG_IQ_NO_LIST INT32_MIN
+typedef struct fg_iq_tab {
+  int ngrid, dim, bits;
+  const int8_t *pts;   /* ngrid x dim coordinates 2l+1 */
+  const int32_t *map;  /* 2^(bits*dim): grid entry, -(offset+1) into nb, or FG_IQ_NO_LIST */
+  const uint16_t *nb;  /* neighbour lists: count, then entries */
+} fg_iq_tab;
+/* The tables for FG_IQT_*; NULL when they could not be allocated. Thread-safe. */
+const fg_iq_tab *fg_iq_tab_get(int which);
+/* ggml's neighbour search for an off-grid index (map value code): the listed entry
+ * minimising sum w*(scale*q - xval)^2 (first on ties, below FLT_MAX); its levels go to L.
+ * Returns the entry, or -1 when none qualifies (ggml asserts there: the encoders refuse). */
+int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale,
+                         int8_t *L);
+
+/* The grid encoders can fail where ggml aborts (no neighbour below FLT_MAX, a NaN scale):
+ * they return -1 when the row is encoded, else the index of the refused block in the row.
+ * qw may be NULL (ggml's unweighted path, weights x^2) except for the types that need it. */
+typedef int64_t (*fg_qrow_wenc_grid)(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+
 /* quant_weighted_simple.c */
 void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n);
 void fg_qwenc_q4_1(const float *x, const float *qw, uint8_t *y, int64_t n);
@@ -49,6 +71,9 @@ void fg_qwenc_q6_K(const float *x, const float *qw, uint8_t *y, int64_t n);
 /* quant_weighted_iq4.c */
 void fg_qwenc_iq4_nl(const float *x, const float *qw, uint8_t *y, int64_t n);
 void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n);
+/* quant_weighted_iq3.c */
+int64_t fg_qwenc_iq3_xxs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+int64_t fg_qwenc_iq3_s(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -103,7 +103,7 @@ const Case kCases[] = {
     {"q4_0", FG_Q4_0},     {"q4_1", FG_Q4_1},     {"q5_0", FG_Q5_0},   {"q5_1", FG_Q5_1},   {"q8_0", FG_Q8_0},
     {"q2_K", FG_Q2_K},     {"q3_K", FG_Q3_K},     {"q4_K", FG_Q4_K},   {"q5_K", FG_Q5_K},   {"q6_K", FG_Q6_K},
     {"iq4_nl", FG_IQ4_NL}, {"iq4_xs", FG_IQ4_XS}, {"tq1_0", FG_TQ1_0}, {"tq2_0", FG_TQ2_0}, {"mxfp4", FG_MXFP4},
-    {"nvfp4", FG_NVFP4},   {"q1_0", FG_Q1_0},     {"q2_0", FG_Q2_0},
+    {"nvfp4", FG_NVFP4},   {"q1_0", FG_Q1_0},     {"q2_0", FG_Q2_0},   {"iq3_xxs", FG_IQ3_XXS}, {"iq3_s", FG_IQ3_S},
 };
 
 class QuantWeighted : public ::testing::TestWithParam<Case> {};
@@ -174,11 +174,16 @@ TEST_P(QuantWeighted, RowsIndependentOfThreads) {
     ASSERT_EQ(fg_quant_encode_rows_weighted(c.t, x.data() + r * n, 1, n, w.data(), one.data() + r * rb, rb), FG_OK);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
   EXPECT_EQ(std::memcmp(a.data(), one.data(), a.size()), 0);
-  // without weights: the unweighted encoder's bytes
+  // without weights: the unweighted encoder's bytes (the grid i-quants, which
+  // fg_quant_encode_rows does not encode, are checked on ggml's unweighted record above)
   std::vector<uint8_t> u(rb * nrows), v(rb * nrows);
   ASSERT_EQ(fg_quant_encode_rows_weighted(c.t, x.data(), nrows, n, nullptr, u.data(), u.size()), FG_OK);
-  ASSERT_EQ(fg_quant_encode_rows(c.t, x.data(), nrows, n, v.data(), v.size()), FG_OK);
-  EXPECT_EQ(std::memcmp(u.data(), v.data(), u.size()), 0);
+  if (fg_quant_can_encode(c.t)) {
+    ASSERT_EQ(fg_quant_encode_rows(c.t, x.data(), nrows, n, v.data(), v.size()), FG_OK);
+    EXPECT_EQ(std::memcmp(u.data(), v.data(), u.size()), 0);
+  } else {
+    v = u;
+  }
   // the types that use weights give other bytes with them (these rows are not degenerate)
   if (fg_quant_uses_weights(c.t)) EXPECT_NE(std::memcmp(a.data(), v.data(), a.size()), 0) << c.file;
   else EXPECT_EQ(std::memcmp(a.data(), v.data(), a.size()), 0) << c.file;
