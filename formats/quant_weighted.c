@@ -26,6 +26,11 @@ typedef struct fg_qw_grid {
 static const fg_qw_grid fg_wgrid_tab[FG_GGML_TYPE_COUNT] = {
   [FG_IQ3_XXS] = {fg_qwenc_iq3_xxs, FG_IQT_3XXS},
   [FG_IQ3_S] = {fg_qwenc_iq3_s, FG_IQT_3S},
+  [FG_IQ2_XXS] = {fg_qwenc_iq2_xxs, FG_IQT_2XXS},
+  [FG_IQ2_XS] = {fg_qwenc_iq2_xs, FG_IQT_2XS},
+  [FG_IQ2_S] = {fg_qwenc_iq2_s, FG_IQT_2S},
+  [FG_IQ1_S] = {fg_qwenc_iq1_s, FG_IQT_1S},
+  [FG_IQ1_M] = {fg_qwenc_iq1_m, FG_IQT_1S},
 };
 
 /* Byte offsets of each type's f16 fields in its block (see quant.c): a finite input whose
@@ -185,9 +190,14 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
   /* a stored f16 field that came out Inf, in an encoded block before the first problem */
   const fg_qw_halves h = fg_qw_half_tab[t];
   const int64_t nb_done = stop_row * (n / be) < failed ? stop_row * (n / be) : failed;
-  for (int64_t b = 0; b < nb_done; b++)
+  for (int64_t b = 0; b < nb_done; b++) {
+    const uint8_t *blk = y + b * bb;
     for (int k = 0; k < h.n; k++)
-      if ((fg_ld_le16(y + b * bb + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
+      if ((fg_ld_le16(blk + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
+    /* IQ1_M keeps its f16 scale in the top nibbles of its four scale words */
+    if (t == FG_IQ1_M && (fg_ld_le16(blk + 54) & 0x7c00u) == 0x7c00u)
+      return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
+  }
   if (failed != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, failed, 2);
   if (bad != INT64_MAX) return fg_qw_refuse_nonfinite(tr, src, nrows, n, bad);
   if (big != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, big, 1);

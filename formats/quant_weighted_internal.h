@@ -74,6 +74,13 @@ void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n);
 /* quant_weighted_iq3.c */
 int64_t fg_qwenc_iq3_xxs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
 int64_t fg_qwenc_iq3_s(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+/* quant_weighted_iq2.c (IQ2_XXS and IQ2_XS need qw) */
+int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+int64_t fg_qwenc_iq2_xs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+int64_t fg_qwenc_iq2_s(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+/* quant_weighted_iq1.c (IQ1_S needs qw) */
+int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
+int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n);
 
 #ifdef __cplusplus
 }

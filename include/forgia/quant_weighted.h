@@ -7,6 +7,10 @@
  * Which types use the weights (ggml's quantizers, checked one by one):
  *   q4_0 q4_1 q5_0 q5_1, q2_K q3_K q4_K q5_K q6_K, iq4_nl iq4_xs: a different search when
  *     weights are given; without weights they give fg_quant_encode_rows' bytes.
+ *   iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m (the grid i-quants, which
+ *     fg_quant_encode_rows does not encode): weighted searches over their grids; iq2_xxs,
+ *     iq2_xs and iq1_s need weights, the others also run without (ggml's weights x^2, or for
+ *     iq2_s sigma2/4 + x^2). Their search tables are built once per process on first use.
  *   q8_0, tq1_0, tq2_0, mxfp4, nvfp4, q1_0, q2_0 ignore the weights (ggml runs the reference
  *     quantizer); here too, so fg_quant_encode_rows' bytes come back whatever the weights.
  *   f32, f16, bf16 carry no weights either.
@@ -14,7 +18,9 @@
  *
  * Contracts: those of fg_quant_encode_rows (forgia/quant.h: FG_ERR_BAD_ROW for sizes,
  * FG_ERR_NONFINITE naming the row and element, FG_ERR_RANGE for a block whose f16 field would
- * round to Inf or, for the searching types, whose magnitude reaches 2^32), plus: weights is n
+ * round to Inf (IQ1_M's scale spread over its scale words included) or whose magnitude reaches
+ * 2^32; and, for the grid i-quants, a block whose search finds no candidate because its
+ * weighted distances overflow f32, where ggml aborts), plus: weights is n
  * floats, the same for every row of the call; a NaN, Inf or negative weight is refused
  * (FG_ERR_NONFINITE / FG_ERR_RANGE naming its column) before anything is written. Rows are
  * encoded independently (OpenMP over rows): the bytes do not depend on the thread count.

@@ -104,6 +104,7 @@ const Case kCases[] = {
     {"q2_K", FG_Q2_K},     {"q3_K", FG_Q3_K},     {"q4_K", FG_Q4_K},   {"q5_K", FG_Q5_K},   {"q6_K", FG_Q6_K},
     {"iq4_nl", FG_IQ4_NL}, {"iq4_xs", FG_IQ4_XS}, {"tq1_0", FG_TQ1_0}, {"tq2_0", FG_TQ2_0}, {"mxfp4", FG_MXFP4},
     {"nvfp4", FG_NVFP4},   {"q1_0", FG_Q1_0},     {"q2_0", FG_Q2_0},   {"iq3_xxs", FG_IQ3_XXS}, {"iq3_s", FG_IQ3_S},
+    {"iq2_xxs", FG_IQ2_XXS}, {"iq2_xs", FG_IQ2_XS}, {"iq2_s", FG_IQ2_S}, {"iq1_s", FG_IQ1_S}, {"iq1_m", FG_IQ1_M},
 };
 
 class QuantWeighted : public ::testing::TestWithParam<Case> {};
@@ -177,6 +178,11 @@ TEST_P(QuantWeighted, RowsIndependentOfThreads) {
   // without weights: the unweighted encoder's bytes (the grid i-quants, which
   // fg_quant_encode_rows does not encode, are checked on ggml's unweighted record above)
   std::vector<uint8_t> u(rb * nrows), v(rb * nrows);
+  if (fg_quant_needs_weights(c.t)) {
+    EXPECT_EQ(fg_quant_encode_rows_weighted(c.t, x.data(), nrows, n, nullptr, u.data(), u.size()), FG_ERR_INVALID_ARG);
+    EXPECT_NE(std::string(fg_last_error()).find("importance matrix"), std::string::npos) << fg_last_error();
+    return;
+  }
   ASSERT_EQ(fg_quant_encode_rows_weighted(c.t, x.data(), nrows, n, nullptr, u.data(), u.size()), FG_OK);
   if (fg_quant_can_encode(c.t)) {
     ASSERT_EQ(fg_quant_encode_rows(c.t, x.data(), nrows, n, v.data(), v.size()), FG_OK);
@@ -222,8 +228,14 @@ TEST(QuantWeightedContract, RefusesBadInputs) {
   EXPECT_NE(std::string(fg_last_error()).find("block 1"), std::string::npos) << fg_last_error();
   // types
   std::vector<uint8_t> iq(2 * 66);
-  EXPECT_EQ(fg_quant_encode_rows_weighted(FG_IQ2_XXS, x.data(), 2, n, nullptr, iq.data(), iq.size()),
-            fg_quant_can_encode_weighted(FG_IQ2_XXS) ? FG_ERR_INVALID_ARG : FG_ERR_UNSUPPORTED);
+  EXPECT_EQ(fg_quant_encode_rows_weighted(FG_IQ2_XXS, x.data(), 2, n, nullptr, iq.data(), iq.size()), FG_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(fg_last_error()).find("iq2_xxs: needs an importance matrix"), std::string::npos) << fg_last_error();
+  // weights so large that every weighted sum overflows: ggml's IQ2_XXS search is left with
+  // its first fit's codes, off the grid, and aborts ("found point 18212 not on grid")
+  std::vector<float> huge(n, 3e38f), xs(n);
+  for (int i = 0; i < n; i++) xs[i] = (float)((i * 37) % 17 - 8) / 7.0f;
+  EXPECT_EQ(fg_quant_encode_rows_weighted(FG_IQ2_XXS, xs.data(), 1, n, huge.data(), iq.data(), 66), FG_ERR_RANGE);
+  EXPECT_NE(std::string(fg_last_error()).find("grid search"), std::string::npos) << fg_last_error();
   EXPECT_EQ(fg_quant_encode_rows_weighted(FG_I32, x.data(), 2, n, w.data(), q.data(), q.size()), FG_ERR_UNSUPPORTED);
   EXPECT_TRUE(fg_quant_needs_weights(FG_IQ2_XXS));
   EXPECT_TRUE(fg_quant_needs_weights(FG_IQ1_S));
