@@ -14,9 +14,10 @@
  * negation gives the same bits for every non-NaN v (zeros and infinities included), and for
  * a NaN it gives what gcc makes of ggml's multiply (gcc folds x * -1 into -x), which is what
  * the golden files hold. A real multiply would keep a NaN's sign on x86 and would depend on
- * whether the compiler folds it. */
+ * whether the compiler folds it. Negation is a flip of the sign bit, done here on the bits: a
+ * select on random sign bits would be a mispredicted branch per value. */
 static inline FG_HD float fg_iq_signed(float v, unsigned signs, int j) {
-  return ((signs >> j) & 1u) ? -v : v;
+  return fg_bits_f32(fg_f32_bits(v) ^ (((signs >> j) & 1u) << 31));
 }
 
 /* Byte k of a packed grid entry. */
@@ -27,14 +28,54 @@ static inline FG_HD unsigned fg_iq_byte32(uint32_t g, int k) {
   return (g >> (8 * k)) & 0xffu;
 }
 
+/* The bytes of a grid entry in order (byte k = bits 8k..). Where the machine is little-endian
+ * (x86-64, Arm, every CUDA device) that is the entry's own memory order, so a union reads them
+ * as one vector load; shifting them out one by one instead makes the compiler reassemble
+ * them byte by byte. */
+#if defined(__CUDA_ARCH__) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#define FG_IQ_LITTLE_ENDIAN 1
+#else
+#define FG_IQ_LITTLE_ENDIAN 0
+#endif
+typedef union {
+  uint64_t u;
+  uint8_t b[8];
+} fg_iq_bytes8;
+typedef union {
+  uint32_t u;
+  uint8_t b[4];
+} fg_iq_bytes4;
+
+static inline FG_HD fg_iq_bytes8 fg_iq_split8(uint64_t g) {
+  fg_iq_bytes8 v;
+#if FG_IQ_LITTLE_ENDIAN
+  v.u = g;
+#else
+  for (int k = 0; k < 8; k++) v.b[k] = (uint8_t)fg_iq_byte64(g, k);
+#endif
+  return v;
+}
+
+static inline FG_HD fg_iq_bytes4 fg_iq_split4(uint32_t g) {
+  fg_iq_bytes4 v;
+#if FG_IQ_LITTLE_ENDIAN
+  v.u = g;
+#else
+  for (int k = 0; k < 4; k++) v.b[k] = (uint8_t)fg_iq_byte32(g, k);
+#endif
+  return v;
+}
+
 /* 8 values db * grid[k] * sign(k) of a u64 magnitude grid entry. */
-static inline FG_HD void fg_iq_put8(float db, uint64_t g, unsigned signs, float *y) {
-  for (int k = 0; k < 8; k++) y[k] = fg_iq_signed(db * (float)fg_iq_byte64(g, k), signs, k);
+static inline FG_HD void fg_iq_put8(float db, uint64_t g, unsigned signs, float *FG_RESTRICT y) {
+  const fg_iq_bytes8 v = fg_iq_split8(g);
+  for (int k = 0; k < 8; k++) y[k] = fg_iq_signed(db * (float)v.b[k], signs, k);
 }
 
 /* 4 values of a u32 magnitude grid entry, with sign bits first..first+3. */
-static inline FG_HD void fg_iq_put4(float db, uint32_t g, unsigned signs, int first, float *y) {
-  for (int k = 0; k < 4; k++) y[k] = fg_iq_signed(db * (float)fg_iq_byte32(g, k), signs, first + k);
+static inline FG_HD void fg_iq_put4(float db, uint32_t g, unsigned signs, int first, float *FG_RESTRICT y) {
+  const fg_iq_bytes4 v = fg_iq_split4(g);
+  for (int k = 0; k < 4; k++) y[k] = fg_iq_signed(db * (float)v.b[k], signs, first + k);
 }
 
 /* Group scale d * (0.5 + s) * f of IQ2_XXS, IQ2_XS, IQ2_S (f = 0.25) and IQ3_XXS (f = 0.5). */
@@ -123,9 +164,20 @@ static inline FG_HD void fg_dequant_iq3_s(const uint8_t *FG_RESTRICT b, float *F
 }
 
 /* 8 values dl * (grid[k] + delta) of an IQ1 grid entry (int8 values -1, 0, +1). */
-static inline FG_HD void fg_iq1_put8(float dl, float delta, unsigned idx, float *y) {
-  const uint64_t g = fg_iq1s_grid(idx);
-  for (int k = 0; k < 8; k++) y[k] = dl * ((float)(int8_t)fg_iq_byte64(g, k) + delta);
+static inline FG_HD void fg_iq1_put8(float dl, float delta, unsigned idx, float *FG_RESTRICT y) {
+#if FG_IQ_LITTLE_ENDIAN
+  /* the entry's bytes where they lie (the grid's copy on this side): gcc takes the union copy
+   * of fg_iq_split8 apart byte by byte in this loop, and a direct read is one vector load */
+#if defined(__CUDA_ARCH__)
+  const int8_t *v = (const int8_t *)&fg_iq1s_grid_d[idx];
+#else
+  const int8_t *v = (const int8_t *)&fg_iq1s_grid_h[idx];
+#endif
+  for (int k = 0; k < 8; k++) y[k] = dl * ((float)v[k] + delta);
+#else
+  const fg_iq_bytes8 v = fg_iq_split8(fg_iq1s_grid(idx));
+  for (int k = 0; k < 8; k++) y[k] = dl * ((float)(int8_t)v.b[k] + delta);
+#endif
 }
 
 /* IQ1_S, 50 bytes: d fp16, qs[32] (low 8 index bits), qh[8] u16 per 32-element group: bits
@@ -137,7 +189,7 @@ static inline FG_HD void fg_dequant_iq1_s(const uint8_t *FG_RESTRICT b, float *F
   for (int g = 0; g < 8; g++) {
     const unsigned h = fg_ld_le16(b + 34 + 2 * g);
     const float dl = d * (float)(2 * (int)((h >> 12) & 7u) + 1);
-    const float delta = (h & 0x8000u) ? -FG_IQ1_DELTA : FG_IQ1_DELTA;
+    const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((h & 0x8000u) << 16)); /* no branch on a random bit */
     for (int l = 0; l < 4; l++)
       fg_iq1_put8(dl, delta, qs[4 * g + l] | (((h >> (3 * l)) & 7u) << 8), y + 32 * g + 8 * l);
   }
@@ -160,7 +212,7 @@ static inline FG_HD void fg_dequant_iq1_m(const uint8_t *FG_RESTRICT b, float *F
     const float dl2 = d * (float)(2 * (int)((w >> 3) & 7u) + 1);
     for (int l = 0; l < 4; l++) {
       const unsigned nib = ((unsigned)qh[2 * g + (l >> 1)] >> (4 * (l & 1))) & 15u;
-      const float delta = (nib & 8u) ? -FG_IQ1_DELTA : FG_IQ1_DELTA;
+      const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((nib & 8u) << 28));
       fg_iq1_put8(l < 2 ? dl1 : dl2, delta, qs[4 * g + l] | ((nib & 7u) << 8), y + 32 * g + 8 * l);
     }
   }
