@@ -113,7 +113,7 @@ static void fg_dec_scalar(fg_dtype t, const uint8_t *b, float *y, int64_t n) {
       break;
     case FG_F16:
 #pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
-      for (i = 0; i < n; i++) y[i] = fg_ld_f16(b + 2 * i);
+      for (i = 0; i < n; i++) y[i] = fg_f16_to_f32(fg_ld_le16(b + 2 * i)); /* the vectorising form */
       break;
     default:
 #pragma omp parallel for schedule(static) if (n >= FG_QUANT_PAR_MIN_ELEMS)
