@@ -53,28 +53,56 @@ static inline int fg_nearest_int(float f) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-/* Inputs are finite (checked by the caller): for non-negative floats the bit patterns order
- * like the values, so an integer max, which vectorises, gives fmaxf's result exactly. */
+/* Four floats at a time in GCC/Clang vector types (element-wise IEEE operations, so each lane
+ * computes exactly what the scalar code computes; base x86-64 runs them as SSE2). Wider GCC
+ * vectors are scalarised there (compares, selects), so the block loops use these. */
+typedef float fg_qvf __attribute__((vector_size(16)));
+typedef int32_t fg_qvi __attribute__((vector_size(16)));
+
+/* m ? a : b per lane (m all ones or all zeros), and |v|. */
+#define FG_QV_SEL(m, a, b) ((fg_qvf)(((m) & (fg_qvi)(a)) | (~(m) & (fg_qvi)(b))))
+#define FG_QV_ABS(v) ((fg_qvf)((fg_qvi)(v) & 0x7fffffff))
+/* a < b ? a : b and a > b ? a : b per lane, which is what minps / maxps compute (the second
+ * operand on ties and NaN); GCC does not find them in the selects. any: a lane is set. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define FG_QV_MIN(a, b) ((fg_qvf)_mm_min_ps((__m128)(a), (__m128)(b)))
+#define FG_QV_MAX(a, b) ((fg_qvf)_mm_max_ps((__m128)(a), (__m128)(b)))
+static inline int fg_qv_any(fg_qvi m) { return _mm_movemask_ps((__m128)m) != 0; }
+#else
+#define FG_QV_MIN(a, b) FG_QV_SEL((a) < (b), (a), (b))
+#define FG_QV_MAX(a, b) FG_QV_SEL((a) > (b), (a), (b))
+static inline int fg_qv_any(fg_qvi m) { return (m[0] | m[1] | m[2] | m[3]) != 0; }
+#endif
+
+static inline fg_qvf fg_qv_load(const float *p) {
+  fg_qvf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* Inputs are finite (checked by the caller), n a multiple of 4: the largest magnitude, four
+ * lanes of maxps (exact in any order). */
 static inline float fg_absmax(const float *x, int n) {
-  uint32_t m = 0;
-  for (int j = 0; j < n; j++) {
-    const uint32_t u = fg_f32_bits(x[j]) & 0x7fffffffu;
-    m = u > m ? u : m;
-  }
-  return fg_bits_f32(m);
+  fg_qvf m = {0, 0, 0, 0};
+  for (int j = 0; j < n; j += 4) m = FG_QV_MAX(FG_QV_ABS(fg_qv_load(x + j)), m);
+  float r = m[0];
+  for (int k = 1; k < 4; k++) r = m[k] > r ? m[k] : r;
+  return r;
 }
 
 /* The signed value of largest magnitude, first one on ties (strict <), starting from 0: the
- * integer absmax, then the first index holding it (a min reduction); both passes vectorise. */
+ * absmax, then the first element whose magnitude equals it. */
 static inline float fg_signed_absmax(const float *x, int n) {
-  const uint32_t m = fg_f32_bits(fg_absmax(x, n));
-  if (m == 0) return 0.0f;
-  int first = n;
-  for (int j = 0; j < n; j++) {
-    const int k = (fg_f32_bits(x[j]) & 0x7fffffffu) == m ? j : n;
-    first = k < first ? k : first;
+  const float m = fg_absmax(x, n);
+  if (m == 0.0f) return 0.0f;
+  const fg_qvf mv = {m, m, m, m};
+  for (int j = 0;; j += 4) {
+    const fg_qvi eq = FG_QV_ABS(fg_qv_load(x + j)) == mv;
+    if (fg_qv_any(eq))
+      for (int k = 0;; k++)
+        if (eq[k]) return x[j + k];
   }
-  return x[first];
 }
 
 /* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop

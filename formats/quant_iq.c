@@ -93,7 +93,7 @@ static void fg_pack_iq4(const uint8_t *L, uint8_t *q4, int nsub) {
     for (int j = 0; j < 16; j++) q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
-void fg_qenc_iq4_nl(const float *x, uint8_t *y) {
+void fg_qenc_iq4_nl(const float *restrict x, uint8_t *restrict y) {
   uint8_t L[32];
   const float d = fg_iq4_fit(x, L);
   fg_st_le16(y, fg_f32_to_f16(d));
@@ -103,7 +103,7 @@ void fg_qenc_iq4_nl(const float *x, uint8_t *y) {
   fg_pack_iq4(L, y + 2, 1);
 }
 
-void fg_qenc_iq4_xs(const float *x, uint8_t *y) {
+void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
   uint8_t L[256];
   float scales[8], max_scale = 0, amax_scale = 0;
   for (int ib = 0; ib < 8; ib++) {

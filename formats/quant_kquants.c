@@ -388,11 +388,13 @@ FG_KQ_INLINE void fg_q3_lanes(int nmax, fg_kqf xv[][FG_KQ_GROUPS], fg_kqf lt[][F
         const fg_kqi pos = slx > zero;
         const fg_kqi nl = ((fg_kqi)(x * sl2 / slx + 12582912.0f) & 0x007fffff) - 0x00400000;
         const fg_kqf new_l = FG_KQ_CLAMP(__builtin_convertvector(nl, fg_kqf), vlo, vhi);
+        /* most steps change nothing (mostly new_l == l): branches rather than selects let the
+         * next element start before this one's test is known */
+        const fg_kqi cand = pos & (new_l != l);
+        if (!fg_kq_any(cand)) continue;
         slx += wx[i][g] * new_l;
         sl2 += w[i][g] * new_l * new_l;
-        const fg_kqi t = pos & (new_l != l) & (sl2 > zero) & (slx * slx * suml2[g] > sumlx[g] * sumlx[g] * sl2);
-        /* most steps change nothing: a branch rather than a select lets the next element
-         * start before this one's test is known */
+        const fg_kqi t = cand & (sl2 > zero) & (slx * slx * suml2[g] > sumlx[g] * sumlx[g] * sl2);
         if (fg_kq_any(t)) {
           lt[i][g] = FG_KQ_SEL(t, new_l, l);
           sumlx[g] = FG_KQ_SEL(t, slx, sumlx[g]);

@@ -11,10 +11,17 @@ static inline uint8_t fg_cast_u8(float f) {
   return (uint8_t)(uint32_t)fg_cvtt_i32(f);
 }
 
-void fg_qenc_q4_0(const float *x, uint8_t *y) {
+void fg_qenc_q4_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
+  if (id < INFINITY) { /* |x * id| <= 8: x * id + 8.5 converts without overflow (codes 0..16) */
+    for (int j = 0; j < 16; j++) {
+      const int32_t a = (int32_t)(x[j] * id + 8.5f), b = (int32_t)(x[j + 16] * id + 8.5f);
+      y[2 + j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
+    }
+    return;
+  }
   for (int j = 0; j < 16; j++) {
     uint8_t a = fg_cast_u8(x[j] * id + 8.5f), b = fg_cast_u8(x[j + 16] * id + 8.5f);
     a = (int8_t)a > 15 ? 15 : a; /* MIN(15, (int8_t)v): codes are non-negative here */
@@ -23,41 +30,49 @@ void fg_qenc_q4_0(const float *x, uint8_t *y) {
   }
 }
 
-/* Finite floats order like these signed keys (negative ones with the magnitude bits flipped),
- * except that -0 sorts below +0; the map is its own inverse. */
-static inline uint32_t fg_f32_key(uint32_t u) { return u ^ ((0u - (u >> 31)) >> 1); }
-
 /* The first zero of x[0..n) (there is one): what the strict-< scans keep when the extremum is
- * zero, whose sign the integer keys would not pick the same way. */
+ * zero, whatever the order of the lanes found its value. */
 static float fg_first_zero(const float *x, int n) {
   for (int j = 0; j < n; j++)
     if (x[j] == 0.0f) return x[j];
   return 0.0f;
 }
 
-/* min and max as ggml's strict-< scans from +-FLT_MAX find them, over integer keys so that the
- * loop vectorises; a zero extremum is then the first zero, as in the scans. */
+/* min and max as ggml's strict-< scans from +-FLT_MAX find them (finite inputs, n a multiple
+ * of 4): four lanes of minps / maxps, exact in any order but for the sign of a zero
+ * extremum, which is then the first zero, as in the scans. */
 static void fg_minmax(const float *x, int n, float *mn, float *mx) {
-  int32_t lo = (int32_t)fg_f32_key(0x7f7fffffu), hi = (int32_t)fg_f32_key(0xff7fffffu);
-  for (int j = 0; j < n; j++) {
-    const int32_t k = (int32_t)fg_f32_key(fg_f32_bits(x[j]));
-    lo = k < lo ? k : lo;
-    hi = k > hi ? k : hi;
+  fg_qvf lo = fg_qv_load(x), hi = lo;
+  for (int j = 4; j < n; j += 4) {
+    const fg_qvf v = fg_qv_load(x + j);
+    lo = FG_QV_MIN(v, lo);
+    hi = FG_QV_MAX(v, hi);
   }
-  float a = fg_bits_f32(fg_f32_key((uint32_t)lo)), b = fg_bits_f32(fg_f32_key((uint32_t)hi));
+  float a = lo[0], b = hi[0];
+  for (int k = 1; k < 4; k++) {
+    a = lo[k] < a ? lo[k] : a;
+    b = hi[k] > b ? hi[k] : b;
+  }
   if (a == 0.0f) a = fg_first_zero(x, n);
   if (b == 0.0f) b = fg_first_zero(x, n);
   *mn = a;
   *mx = b;
 }
 
-void fg_qenc_q4_1(const float *x, uint8_t *y) {
+void fg_qenc_q4_1(const float *restrict x, uint8_t *restrict y) {
   float min, max;
   fg_minmax(x, 32, &min, &max);
   const float d = (max - min) / 15;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
   fg_st_le16(y + 2, fg_f32_to_f16(min));
+  if (d < INFINITY && id < INFINITY) { /* 0 <= (x - min) * id <= 15: plain conversions */
+    for (int j = 0; j < 16; j++) {
+      const int32_t a = (int32_t)((x[j] - min) * id + 0.5f), b = (int32_t)((x[j + 16] - min) * id + 0.5f);
+      y[4 + j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
+    }
+    return;
+  }
   for (int j = 0; j < 16; j++) {
     uint8_t a = fg_cast_u8((x[j] - min) * id + 0.5f), b = fg_cast_u8((x[j + 16] - min) * id + 0.5f);
     a = (int8_t)a > 15 ? 15 : a;
@@ -82,31 +97,42 @@ static void fg_pack_q5(const uint8_t *q, uint8_t *qh_out, uint8_t *qs) {
   for (int i = 0; i < 4; i++) qh_out[i] = fg_gather_bits8(h + 8 * i);
 }
 
-void fg_qenc_q5_0(const float *x, uint8_t *y) {
+void fg_qenc_q5_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t q[32];
-  for (int j = 0; j < 32; j++) {
-    uint8_t v = fg_cast_u8(x[j] * id + 16.5f);
-    q[j] = (int8_t)v > 31 ? 31 : v;
+  if (id < INFINITY) { /* |x * id| <= 16: plain conversions (codes 0..32) */
+    for (int j = 0; j < 32; j++) {
+      const int32_t v = (int32_t)(x[j] * id + 16.5f);
+      q[j] = (uint8_t)(v < 31 ? v : 31);
+    }
+  } else {
+    for (int j = 0; j < 32; j++) {
+      uint8_t v = fg_cast_u8(x[j] * id + 16.5f);
+      q[j] = (int8_t)v > 31 ? 31 : v;
+    }
   }
   fg_st_le16(y, fg_f32_to_f16(d));
   fg_pack_q5(q, y + 2, y + 6);
 }
 
-void fg_qenc_q5_1(const float *x, uint8_t *y) {
+void fg_qenc_q5_1(const float *restrict x, uint8_t *restrict y) {
   float min, max;
   fg_minmax(x, 32, &min, &max);
   const float d = (max - min) / 31;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t q[32];
-  for (int j = 0; j < 32; j++) q[j] = fg_cast_u8((x[j] - min) * id + 0.5f); /* no clamp in ggml */
+  if (d < INFINITY && id < INFINITY) { /* 0 <= (x - min) * id <= 31: plain conversions */
+    for (int j = 0; j < 32; j++) q[j] = (uint8_t)(int32_t)((x[j] - min) * id + 0.5f);
+  } else {
+    for (int j = 0; j < 32; j++) q[j] = fg_cast_u8((x[j] - min) * id + 0.5f); /* no clamp in ggml */
+  }
   fg_st_le16(y, fg_f32_to_f16(d));
   fg_st_le16(y + 2, fg_f32_to_f16(min));
   fg_pack_q5(q, y + 4, y + 8);
 }
 
-void fg_qenc_q8_0(const float *x, uint8_t *y) {
+void fg_qenc_q8_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
@@ -117,7 +143,7 @@ void fg_qenc_q8_0(const float *x, uint8_t *y) {
   }
 }
 
-void fg_qenc_q8_1(const float *x, uint8_t *y) {
+void fg_qenc_q8_1(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   int sum = 0;
@@ -133,7 +159,7 @@ void fg_qenc_q8_1(const float *x, uint8_t *y) {
 
 /* Q1_0: d is the mean magnitude (sum in index order, then / 128); the bit is x >= 0 (so -0
  * sets it), gathered eight at a time. */
-void fg_qenc_q1_0(const float *x, uint8_t *y) {
+void fg_qenc_q1_0(const float *restrict x, uint8_t *restrict y) {
   float sum = 0.0f;
   for (int j = 0; j < 128; j++) sum += fabsf(x[j]);
   fg_st_le16(y, fg_f32_to_f16(sum / 128));
@@ -145,7 +171,7 @@ void fg_qenc_q1_0(const float *x, uint8_t *y) {
 /* Q2_0: d is the absmax itself, codes round(x/d) + 1 in 0..2 (3 is never produced). With id
  * finite, |x * id| stays near 1 and the branch-free rounding applies; a block whose id
  * overflowed takes the general path. */
-void fg_qenc_q2_0(const float *x, uint8_t *y) {
+void fg_qenc_q2_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 64);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));

@@ -29,7 +29,7 @@ static inline uint8_t fg_pack_trits5(uint8_t a, uint8_t b, uint8_t c, uint8_t d,
   return (uint8_t)((uint16_t)(q * 256 + (243 - 1)) / 243);
 }
 
-void fg_qenc_tq1_0(const float *x, uint8_t *y) {
+void fg_qenc_tq1_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 256);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t t[256];
@@ -42,7 +42,7 @@ void fg_qenc_tq1_0(const float *x, uint8_t *y) {
   fg_st_le16(y + 52, fg_f32_to_f16(d));
 }
 
-void fg_qenc_tq2_0(const float *x, uint8_t *y) {
+void fg_qenc_tq2_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 256);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t t[256];
@@ -83,7 +83,7 @@ static void fg_best_fp4_n(const float *x, float e, int n, uint8_t *q) {
 
 /* MXFP4: the shared exponent is floor(log2(amax)) - 2 + 127 (E2M1's largest value is 6 =
  * 1.5 * 2^2), cast to uint8 as ggml does; log2f is the host libm's, like ggml's. */
-void fg_qenc_mxfp4(const float *x, uint8_t *y) {
+void fg_qenc_mxfp4(const float *restrict x, uint8_t *restrict y) {
   const float amax = fg_absmax(x, 32);
   /* A normal amax whose mantissa is at least 2^-9 away from both powers of two has log2f
    * hundreds of ulps inside (E, E + 1): floor gives its exponent E without the libm call.
@@ -125,7 +125,7 @@ static uint8_t fg_f32_to_ue4m3(float x) {
 
 /* NVFP4: per 16-element sub-block, scale = UE4M3(amax / 6) and codes against its decoded
  * (halved) value, with MXFP4's nearest-entry search. */
-void fg_qenc_nvfp4(const float *x, uint8_t *y) {
+void fg_qenc_nvfp4(const float *restrict x, uint8_t *restrict y) {
   for (int s = 0; s < 4; s++) {
     const float *xs = x + 16 * s;
     const uint8_t ue = fg_f32_to_ue4m3(fg_absmax(xs, 16) / 6.0f);
