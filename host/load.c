@@ -24,6 +24,8 @@ struct fg_model {
   char *names;                /* all names, NUL-terminated, back to back */
   uint64_t *shapes;           /* all shapes back to back */
   void *arena;                /* device memory of the owned tensors */
+  size_t arena_mapped;        /* CPU: the arena is an anonymous mapping of this many bytes */
+  size_t arena_bytes;         /* what the arena holds (at least stats.bytes_owned) */
   fg_mapping **maps;          /* per file: retained when a tensor borrows from it */
   size_t nmaps;
   char **files;               /* paths of the source's files */
@@ -98,7 +100,8 @@ fg_status fg_load_final_check(fg_load_ctx *c) {
   fg_status s = FG_OK;
   for (size_t i = 0; i < c->nitems && !s; i++) {
     const fg_ckpt_tensor *t = c->items[i].src;
-    if (c->items[i].how == FG_HOW_BORROW || done[t->file]) continue;
+    bool lazy = c->items[i].how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
+    if (lazy || done[t->file]) continue;
     done[t->file] = true;
     s = fg_load_io_check(c->io, t, t->nbytes);
   }
@@ -110,7 +113,8 @@ fg_status fg_load_final_check(fg_load_ctx *c) {
 
 void fg_model_free(fg_model *m) {
   if (!m) return;
-  if (m->arena) fg_device_free(m->dev, m->arena);
+  if (m->arena && m->arena_mapped) munmap(m->arena, m->arena_mapped);
+  else if (m->arena) fg_device_free(m->dev, m->arena);
   for (size_t i = 0; i < m->nmaps; i++) fg_mapping_release(m->maps[i]);
   free(m->maps);
   for (size_t i = 0; i < m->nfiles; i++) free(m->files[i]);
@@ -270,8 +274,57 @@ static fg_status retain_borrowed(fg_model *m, const fg_ckpt *src, const fg_load_
   return FG_OK;
 }
 
+/* CPU output of 2 MiB or more: an anonymous mapping on a 2 MiB boundary, so that every byte
+ * of it can be a huge page. The output is written once, and its first touch costs the
+ * kernel a fault and the zeroing of each page: with huge pages that is one fault per 2 MiB
+ * instead of 512, and the zeroing runs at memset speed (a hint; kernels without THP ignore
+ * it). The pages are faulted by the threads that write them, so the zeroing is spread
+ * over every thread of the load. */
+#define FG_ARENA_HUGE ((uint64_t)2 << 20)
+
+static fg_status cpu_arena(fg_model *m, size_t bytes) {
+  const size_t huge = (size_t)FG_ARENA_HUGE;
+  size_t len = (bytes + huge - 1) / huge * huge;
+  if (len < bytes || len + huge < len) return fg_fail(FG_ERR_DEVICE_NOMEM, "cpu: cannot allocate %zu bytes", bytes);
+  uint8_t *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return fg_fail(FG_ERR_DEVICE_NOMEM, "cpu: cannot allocate %zu bytes", bytes);
+  uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+  if (a > p) munmap(p, (size_t)(a - p));
+  if (a + len < p + len + huge) munmap(a + len, (size_t)(p + len + huge - (a + len)));
+  (void)madvise(a, len, MADV_HUGEPAGE);
+  m->arena = a;
+  m->arena_mapped = len;
+  m->arena_bytes = len;
+  return FG_OK;
+}
+
+/* Takes over old's arena for `bytes` of output when it is on the same device and holds
+ * them: a mapped CPU arena gives its unused whole huge pages back; any other may be at
+ * most twice the size needed, so that recycling never pins much more than a load needs.
+ * True when taken. */
+static bool take_arena(fg_model *m, fg_model *old, size_t bytes) {
+  if (!old || old->dev != m->dev || !old->arena || old->arena_bytes < bytes) return false;
+  if (old->arena_mapped) {
+    size_t keep = (bytes + (size_t)FG_ARENA_HUGE - 1) / (size_t)FG_ARENA_HUGE * (size_t)FG_ARENA_HUGE;
+    if (keep < old->arena_mapped) {
+      munmap((uint8_t *)old->arena + keep, old->arena_mapped - keep);
+      old->arena_mapped = keep;
+      old->arena_bytes = keep;
+    }
+  } else if (old->arena_bytes / 2 > bytes) {
+    return false;
+  }
+  m->arena = old->arena;
+  m->arena_mapped = old->arena_mapped;
+  m->arena_bytes = old->arena_bytes;
+  old->arena = NULL;
+  old->arena_mapped = old->arena_bytes = 0;
+  m->stats.recycled = true;
+  return true;
+}
+
 static fg_status build_model(const fg_ckpt *src, fg_device *dev, const fg_load_options *o, const bool *sel,
-                             bool cpu_direct, fg_model *m, fg_load_item **items_out) {
+                             bool cpu_direct, fg_model *m, fg_model **recycle, fg_load_item **items_out) {
   size_t n = fg_ckpt_count(src), k = 0, name_bytes = 0, dims = 0;
   for (size_t i = 0; i < n; i++)
     if (sel[i]) {
@@ -341,17 +394,17 @@ static fg_status build_model(const fg_ckpt *src, fg_device *dev, const fg_load_o
                   (unsigned long long)arena);
       goto done;
     }
-    if ((s = fg_device_alloc(dev, (size_t)arena, &m->arena))) {
+    bool taken = take_arena(m, *recycle, (size_t)arena);
+    /* whatever is left of the recycled model goes before fresh memory is asked for */
+    fg_model_free(*recycle);
+    *recycle = NULL;
+    if (taken) s = FG_OK;
+    else if (fg_device_kind_of(dev) == FG_DEVICE_CPU && arena >= FG_ARENA_HUGE) s = cpu_arena(m, (size_t)arena);
+    else if ((s = fg_device_alloc(dev, (size_t)arena, &m->arena)) == FG_OK) m->arena_bytes = (size_t)arena;
+    if (s) {
       s = fg_fail_prefix(s, "%s: %zu tensors need %llu bytes on %s: ", m->path, k, (unsigned long long)arena,
                          fg_device_spec(dev));
       goto done;
-    }
-    /* CPU output is written once, front to back: huge pages make that one fault per 2 MiB
-     * instead of one per 4 KiB (a hint; kernels without THP ignore it). */
-    if (fg_device_kind_of(dev) == FG_DEVICE_CPU && arena >= ((uint64_t)2 << 20)) {
-      uintptr_t a = ((uintptr_t)m->arena + ((2u << 20) - 1)) & ~(uintptr_t)((2u << 20) - 1);
-      uintptr_t e = ((uintptr_t)m->arena + (uintptr_t)arena) & ~(uintptr_t)((2u << 20) - 1);
-      if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
     }
     for (size_t i = 0; i < k; i++)
       if (!m->tensors[i].borrowed && m->tensors[i].data)
@@ -385,11 +438,8 @@ done:
 
 /* ---- fg_load ---------------------------------------------------------------------------- */
 
-fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out) {
+static fg_status load(const char *path, fg_device *dev, const fg_load_options *o, fg_model **recycle, fg_model **out) {
   if (!path || !dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_load: NULL argument");
-  fg_load_options defaults;
-  fg_load_options_init(&defaults);
-  const fg_load_options *o = opt ? opt : &defaults;
   if ((unsigned)o->dtype >= FG_LOAD_DTYPE_COUNT)
     return fg_fail(FG_ERR_INVALID_ARG, "fg_load: dtype policy %d out of range", (int)o->dtype);
   if ((o->flags & FG_LOAD_FLAG_KEEP_QUANT) && o->dtype == FG_LOAD_DTYPE_DEQUANT)
@@ -427,7 +477,7 @@ fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, 
   m->stats.numa_node = -1;
   if ((s = copy_file_paths(m, src))) goto fail;
   if ((s = select_tensors(src, o, sel, &m->stats.tensors_skipped))) goto fail;
-  if ((s = build_model(src, dev, o, sel, !staged, m, &items))) goto fail;
+  if ((s = build_model(src, dev, o, sel, !staged, m, recycle, &items))) goto fail;
 
   fg_load_ctx c = {0};
   c.ckpt = src;
@@ -458,5 +508,16 @@ fail:
   fg_model_free(m);
   fg_load_io_close(io);
   fg_ckpt_close(src);
+  return s;
+}
+
+fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out) {
+  fg_load_options defaults;
+  fg_load_options_init(&defaults);
+  const fg_load_options *o = opt ? opt : &defaults;
+  /* the caller handed the recycled model over: what the plan did not take is freed here */
+  fg_model *recycle = o->recycle;
+  fg_status s = load(path, dev, o, &recycle, out);
+  fg_model_free(recycle);
   return s;
 }

@@ -1,22 +1,32 @@
 /* The CPU target without staging. Kept tensors are borrowed from the mapping (their pages
- * populated unless FG_LOAD_FLAG_LAZY); copied, converted and dequantized tensors are produced in
- * chunks, with every thread, while the next chunks are read ahead.
+ * populated unless FG_LOAD_FLAG_LAZY); copied, converted and dequantized tensors are produced
+ * into memory the model owns.
  *
- * Pages of a chunk that are not in the page cache are read in exactly, with pread through
+ * The plan's bytes are taken a window at a time (up to FG_CPU_WINDOW stored bytes, across
+ * tensor boundaries, so that a model of many small tensors keeps every thread busy too).
+ * A window is cut into pieces, and each piece is done start to finish by one thread in one
+ * parallel region: its file pages brought in, then its bytes copied, converted or decoded
+ * into the output. A converted piece is small enough (FG_CPU_PIECE) that the thread's bounce
+ * buffer it goes through stays in that core's cache, and no thread waits for another between
+ * reading and converting: the only barrier is at the end of the window.
+ *
+ * Pages of a piece that are not in the page cache are read in exactly, with pread through
  * the loader's own descriptor (kernel readahead off): faulting cold pages in through the
  * mapping would let the kernel's mmap readahead pull in rejected neighbours. Cached pages
- * are taken through the mapping (MADV_RANDOM on it: a fault never starts readahead), since
- * a pread over a page that the parsers' header faults marked for readahead would start a
- * read of a whole window past it. A file truncated under the load is a status, never
- * SIGBUS: borrowed pages are populated with MADV_POPULATE_READ, and the mapping is read
- * only under its guard (forgia/mapping.h), one piece per OpenMP thread (a guard cannot
- * leave a parallel region, so each thread guards its own piece). Copied tensors are
- * copied straight into their output; converted ones (f32/f16/bf16) are converted element
- * by element straight from the mapping, with the elem/ functions the CPU backend's loops
- * call (the same bits as fg_convert, whose threads could not be guarded); dequantized ones
- * are copied into a bounce buffer that the decoder reads. Pages only read from are released
- * from the process afterwards. Process memory beyond the output is about one chunk of file
- * pages plus a bounce buffer. */
+ * are taken through the mapping (MADV_RANDOM on it: a fault never starts readahead), mapped
+ * with one MADV_POPULATE_READ per run rather than a fault per page, since a pread over a
+ * page that the parsers' header faults marked for readahead would start a read of a whole
+ * window past it. A file truncated under the load is a status, never SIGBUS: borrowed pages
+ * are populated with MADV_POPULATE_READ, and the mapping is read only under its guard
+ * (forgia/mapping.h), by the thread that owns the piece (a guard cannot leave a parallel
+ * region, so each thread guards its own piece). Copied tensors are copied straight into
+ * their output; converted ones (f32/f16/bf16) are converted element by element straight
+ * from the mapping when every page of the piece is cached, with the elem/ functions the CPU
+ * backend's loops call (the same bits as fg_convert, whose threads could not be guarded);
+ * dequantized ones are copied into the thread's bounce buffer, which the decoder reads.
+ * Pages only read from are released from the process after their window. Process memory
+ * beyond the output is about one window of file pages plus a bounce buffer per thread. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +38,16 @@
 #include "forgia/quant.h"
 #include "host/load_internal.h"
 
-#define FG_CPU_CHUNK ((uint64_t)16 << 20)       /* stored bytes worked on at a time */
-#define FG_CPU_POPULATE_PIECE ((uint64_t)4 << 20) /* per thread when populating in parallel */
-#define FG_CPU_AHEAD ((uint64_t)64 << 20)        /* readahead window beyond the cursor */
+#define FG_CPU_WINDOW ((uint64_t)16 << 20)        /* stored bytes between two barriers */
+#define FG_CPU_PIECE ((uint64_t)256 << 10)        /* stored bytes converted by one thread at a time */
+#define FG_CPU_COPY_PIECE ((uint64_t)1 << 20)     /* per thread when copying kept bytes */
+#define FG_CPU_POPULATE_PIECE ((uint64_t)4 << 20) /* per thread when populating borrowed bytes */
+#define FG_CPU_SINK ((uint64_t)4 << 20)           /* where preads that only fill the cache land */
+#define FG_CPU_AHEAD ((uint64_t)64 << 20)         /* readahead window beyond the cursor */
+
+static bool is_lazy(const fg_load_ctx *c, const fg_load_item *it) {
+  return it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
+}
 
 /* Readahead over the selected tensors only, in load order: keeps WILLNEED hints issued up to
  * FG_CPU_AHEAD bytes past the cursor. */
@@ -43,9 +60,8 @@ typedef struct prefetcher {
 static void prefetch_to(fg_load_ctx *c, prefetcher *p, uint64_t upto) {
   while (p->issued < upto && p->item < c->nitems) {
     const fg_ckpt_tensor *t = c->items[p->item].src;
-    bool lazy = c->items[p->item].how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
-    uint64_t step = t->nbytes - p->off < FG_CPU_CHUNK ? t->nbytes - p->off : FG_CPU_CHUNK;
-    if (step && !lazy) fg_load_io_prefetch(c->io, t, p->off, step);
+    uint64_t step = t->nbytes - p->off < FG_CPU_WINDOW ? t->nbytes - p->off : FG_CPU_WINDOW;
+    if (step && !is_lazy(c, &c->items[p->item])) fg_load_io_prefetch(c->io, t, p->off, step);
     p->issued += step;
     p->off += step;
     if (p->off >= t->nbytes) {
@@ -63,7 +79,7 @@ typedef struct err_slot {
   char msg[768];
 } err_slot;
 
-/* Keeps the failure at the lowest offset, so the message does not depend on which thread
+/* Keeps the failure at the lowest position, so the message does not depend on which thread
  * failed first. Called by the failing thread; the critical section orders the writers. */
 static void err_keep(err_slot *e, fg_status s, uint64_t at) {
 #pragma omp critical(fg_load_cpu_err)
@@ -74,23 +90,8 @@ static void err_keep(err_slot *e, fg_status s, uint64_t at) {
   }
 }
 
-static fg_status populate_parallel(fg_load_ctx *c, const fg_ckpt_tensor *t, uint64_t off, uint64_t len) {
-  int64_t pieces = (int64_t)((len + FG_CPU_POPULATE_PIECE - 1) / FG_CPU_POPULATE_PIECE);
-  int threads = c->threads < pieces ? c->threads : (int)pieces;
-  if (threads <= 1) return fg_load_io_populate(c->io, t, off, len);
-  err_slot e = {FG_OK, UINT64_MAX, ""};
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t p = 0; p < pieces; p++) {
-    uint64_t o = off + (uint64_t)p * FG_CPU_POPULATE_PIECE;
-    uint64_t n = off + len - o < FG_CPU_POPULATE_PIECE ? off + len - o : FG_CPU_POPULATE_PIECE;
-    fg_status s = fg_load_io_populate(c->io, t, o, n);
-    if (s) err_keep(&e, s, o);
-  }
-  return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
-}
-
 /* Converts n elements between f32, f16 and bf16 (f16 <-> bf16 through f32, as fg_convert
- * does), src possibly unaligned. One thread, no OpenMP: it runs under a mapping guard. */
+ * does), src possibly unaligned. One thread, no OpenMP: it may run under a mapping guard. */
 typedef struct cvt_job {
   uint8_t *dst;
   fg_dtype dt;
@@ -134,82 +135,75 @@ static fg_status cvt_fn(void *user) {
   return FG_OK;
 }
 
-/* Stored bytes worked on at a time for an item: a whole number of elements or rows. */
-static uint64_t chunk_step(const fg_load_item *it, uint64_t *unit_out) {
-  const fg_ckpt_tensor *t = it->src;
-  const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
-  uint64_t step = FG_CPU_CHUNK, unit = 1;
-  if (it->how == FG_HOW_CONVERT || (it->how == FG_HOW_WIDEN64 && !tr->is_quant)) {
-    unit = tr->block_bytes;
-  } else if (it->how == FG_HOW_DEQUANT || it->how == FG_HOW_WIDEN64) {
-    unit = fg_load_row(t) / tr->block_elems * tr->block_bytes; /* one row */
+/* Stored bytes one thread takes at a time for an item, a whole number of its units (elements
+ * or blocks: the decoders work block by block, so a piece may end inside a row). */
+static uint64_t piece_bytes(const fg_load_item *it) {
+  const fg_dtype_traits *tr = fg_dtype_info(it->src->dtype);
+  switch (it->how) {
+  case FG_HOW_BORROW: return FG_CPU_POPULATE_PIECE;
+  case FG_HOW_COPY: return FG_CPU_COPY_PIECE;
+  default: {
+    uint64_t unit = tr->block_bytes, p = FG_CPU_PIECE - FG_CPU_PIECE % unit;
+    return p ? p : unit;
   }
-  if (step < unit) step = unit;
-  step -= step % unit;
-  *unit_out = unit;
-  return step;
+  }
 }
+
+/* One tensor's bytes [off, off+len) in the current window. */
+typedef struct span {
+  size_t item;
+  uint64_t off, len;
+  uintptr_t lo;            /* address of the first page */
+  size_t vec0;             /* its first page's entry in the window's residency vector */
+  uint64_t pos;            /* window bytes before it: orders failures */
+} span;
+
+/* [a, b) of a span: what one thread does. */
+typedef struct piece {
+  uint32_t span;
+  uint64_t a, b;
+} piece;
 
 typedef struct cpu_work {
-  uint8_t *bounce;         /* a chunk's stored bytes to dequantize; elsewhere, where the preads
-                              that only bring pages into the cache land (bytes not used) */
-  size_t bounce_bytes;
-  unsigned char *vec;      /* mincore output for one chunk */
+  uint8_t *bounce;         /* nbounce slices of slice bytes, one per thread */
+  size_t slice;
+  int nbounce;
+  unsigned char *vec;      /* mincore of the window's pages */
   size_t vec_len;
+  span *spans;
+  size_t spans_cap;
+  piece *pieces;
+  size_t pieces_cap;
 } cpu_work;
 
-/* mincore of the mapping's pages under t's bytes [off, off+len) into w->vec; *lo_out is the
- * address of the first page. A failing mincore reads as "nothing cached". */
-static fg_status residency(cpu_work *w, const fg_ckpt_tensor *t, uint64_t off, uint64_t len, uintptr_t *lo_out) {
+static fg_status grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return FG_OK;
+  size_t n = *cap ? *cap : 64;
+  while (n < need) n *= 2;
+  void *q = realloc(*p, n * elem);
+  if (!q) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
+  *p = q;
+  *cap = n;
+  return FG_OK;
+}
+
+/* mincore of the mapping's pages under the span's bytes into w->vec at its vec0 (set here).
+ * A failing mincore reads as "nothing cached". */
+static fg_status residency(cpu_work *w, const fg_ckpt_tensor *t, span *sp, size_t *used) {
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  uintptr_t lo = ((uintptr_t)t->data + off) & ~(uintptr_t)(page - 1), hi = (uintptr_t)t->data + off + len;
+  uintptr_t lo = ((uintptr_t)t->data + sp->off) & ~(uintptr_t)(page - 1), hi = (uintptr_t)t->data + sp->off + sp->len;
   size_t pages = (size_t)((hi - lo + page - 1) / page);
-  if (pages > w->vec_len) {
-    unsigned char *v = realloc(w->vec, pages);
-    if (!v) return fg_fail(FG_ERR_NOMEM, "load: out of memory");
-    w->vec = v;
-    w->vec_len = pages;
-  }
-  if (mincore((void *)lo, hi - lo, w->vec) != 0) memset(w->vec, 0, pages);
-  *lo_out = lo;
-  return FG_OK;
-}
-
-/* Brings t's bytes [off, off+len) into the page cache exactly: mincore finds the pages that
- * are not cached yet, and each run of them is read with pread through the loader's own
- * descriptor (kernel readahead off) into the bounce buffer. Cached pages are not read
- * again: a page the kernel marked for readahead (the parsers' header faults leave such
- * marks) would start a read of a whole window past it, rejected tensors included. */
-static fg_status cache_exactly(const fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t, uint64_t off,
-                               uint64_t len) {
-  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  const uint8_t *p = t->data + off;
-  uintptr_t lo = 0;
-  fg_status s = residency(w, t, off, len, &lo);
+  fg_status s = grow((void **)&w->vec, &w->vec_len, *used + pages, 1);
   if (s) return s;
-  size_t pages = (size_t)(((uintptr_t)p + len - lo + page - 1) / page);
-  for (size_t i = 0; i < pages;) {
-    if (w->vec[i] & 1) {
-      i++;
-      continue;
-    }
-    size_t j = i;
-    while (j < pages && !(w->vec[j] & 1)) j++;
-    /* the run [i, j) of pages, clamped to the chunk */
-    uint64_t a = (uint64_t)(lo + i * page) > (uint64_t)(uintptr_t)p ? (uint64_t)(lo + i * page - (uintptr_t)p) : 0;
-    uint64_t b = (uint64_t)(lo + j * page - (uintptr_t)p);
-    if (b > len) b = len;
-    if ((s = fg_load_io_read(c->io, t, off + a, w->bounce, (size_t)(b - a), c->threads))) return s;
-    i = j;
-  }
+  sp->lo = lo;
+  sp->vec0 = *used;
+  if (mincore((void *)lo, hi - lo, w->vec + *used) != 0) memset(w->vec + *used, 0, pages);
+  *used += pages;
   return FG_OK;
 }
 
-#define FG_CPU_READ_PIECE ((uint64_t)1 << 20) /* per thread when reading a chunk */
-
-/* A guarded read of t's bytes from offset `at` (chunk-relative: off + at) that faulted: the
- * loader's own words when its identity check can tell what happened, else the guard's,
- * with the tensor. */
+/* A guarded read of t's bytes from offset `at` that faulted: the loader's own words when its
+ * identity check can tell what happened, else the guard's, with the tensor. */
 static fg_status fault(const fg_load_ctx *c, const fg_ckpt_tensor *t, uint64_t at, fg_status s) {
   const fg_load_file *f = &c->io->files[t->file];
   fg_status id = fg_load_io_check(c->io, t, at);
@@ -221,128 +215,181 @@ static fg_status fault(const fg_load_ctx *c, const fg_ckpt_tensor *t, uint64_t a
   return fg_fail(s, "%s: tensor %s at offset %llu: %s", f->path, t->name, (unsigned long long)(t->offset + at), msg);
 }
 
-/* One piece [a, b) of the chunk at off. Runs of uncached pages are read with pread: into
- * target + a when there is a target, else into the bounce buffer just to bring them into
- * the page cache. Then, under the mapping's guard, runs of cached pages are copied to
- * target + a, or (no target) the whole piece is converted from the mapping by cvt (whose
- * src, dst and n this sets). */
-static fg_status read_piece(const fg_load_ctx *c, const cpu_work *w, const fg_ckpt_tensor *t, uint64_t off,
-                            uintptr_t lo, uint64_t a, uint64_t b, uint8_t *target, const cvt_job *cvt) {
-  const fg_load_file *f = &c->io->files[t->file];
+/* The end of the run of pages starting at piece offset x that share x's residency, within
+ * [x, b). */
+static uint64_t run_end(const cpu_work *w, const span *sp, uintptr_t base, uint64_t page, uint64_t x, uint64_t b,
+                        bool *cached) {
+  *cached = w->vec[sp->vec0 + (base + x - sp->lo) / page] & 1;
+  uint64_t e = x;
+  while (e < b) {
+    size_t q = (size_t)((base + e - sp->lo) / page);
+    if ((bool)(w->vec[sp->vec0 + q] & 1) != *cached) break;
+    uint64_t next = (uint64_t)(sp->lo + (q + 1) * page - base);
+    e = next < b ? next : b;
+  }
+  return e;
+}
+
+static bool all_cached(const cpu_work *w, const span *sp, uintptr_t base, uint64_t page, uint64_t a, uint64_t b) {
+  size_t q0 = (size_t)((base + a - sp->lo) / page), q1 = (size_t)((base + b - 1 - sp->lo) / page);
+  for (size_t q = q0; q <= q1; q++)
+    if (!(w->vec[sp->vec0 + q] & 1)) return false;
+  return true;
+}
+
+/* Brings the piece's uncached pages into the page cache with preads that land in the sink
+ * (sink_bytes at a time), then maps every page of it (MADV_POPULATE_READ). */
+static fg_status borrow_piece(const fg_load_ctx *c, const cpu_work *w, const span *sp, uint64_t a, uint64_t b,
+                              uint8_t *sink, size_t sink_bytes) {
+  const fg_ckpt_tensor *t = c->items[sp->item].src;
   const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  const uintptr_t base = (uintptr_t)t->data + off;
+  const uintptr_t base = (uintptr_t)t->data + sp->off;
   fg_status s;
   for (uint64_t x = a; x < b;) {
-    bool cached = w->vec[(base + x - lo) / page] & 1;
-    uint64_t e = x;
-    while (e < b) {
-      size_t q = (size_t)((base + e - lo) / page);
-      if ((bool)(w->vec[q] & 1) != cached) break;
-      uint64_t next = (uint64_t)(lo + (q + 1) * page - base);
-      e = next < b ? next : b;
+    bool cached;
+    uint64_t e = run_end(w, sp, base, page, x, b, &cached);
+    for (uint64_t y = x; !cached && y < e;) {
+      size_t n = e - y < sink_bytes ? (size_t)(e - y) : sink_bytes;
+      if ((s = fg_load_io_read(c->io, t, sp->off + y, sink, n, 1))) return s;
+      y += n;
     }
-    if (!cached && (s = fg_load_io_read(c->io, t, off + x, (target ? target : w->bounce) + x, (size_t)(e - x), 1)))
-      return s;
-    if (cached && target && (s = fg_mapping_copy(f->map, target + x, t->offset + off + x, e - x)))
-      return fault(c, t, off + x, s);
     x = e;
   }
-  if (target) return FG_OK;
-  const uint64_t ssz = cvt->st == FG_F32 ? 4 : 2, dsz = cvt->dt == FG_F32 ? 4 : 2;
-  cvt_job j = *cvt;
-  j.src = t->data + off + a;
-  j.dst += (off + a) / ssz * dsz;
-  j.n = (size_t)((b - a) / ssz);
-  if ((s = fg_mapping_access(f->map, cvt_fn, &j))) return fault(c, t, off + a, s);
+  return fg_load_io_populate(c->io, t, sp->off + a, b - a);
+}
+
+/* Stored bytes [a, b) of the span into dst (dst[0] is byte a): preads for uncached runs,
+ * populated and guarded copies out of the mapping for cached ones. */
+static fg_status gather(const fg_load_ctx *c, const cpu_work *w, const span *sp, uint64_t a, uint64_t b, uint8_t *dst) {
+  const fg_ckpt_tensor *t = c->items[sp->item].src;
+  const fg_load_file *f = &c->io->files[t->file];
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t base = (uintptr_t)t->data + sp->off;
+  fg_status s;
+  for (uint64_t x = a; x < b;) {
+    bool cached;
+    uint64_t e = run_end(w, sp, base, page, x, b, &cached);
+    if (!cached && (s = fg_load_io_read(c->io, t, sp->off + x, dst + (x - a), (size_t)(e - x), 1))) return s;
+    if (cached) {
+      if ((s = fg_load_io_populate(c->io, t, sp->off + x, e - x))) return s;
+      if ((s = fg_mapping_copy(f->map, dst + (x - a), t->offset + sp->off + x, e - x))) return fault(c, t, sp->off + x, s);
+    }
+    x = e;
+  }
   return FG_OK;
 }
 
-/* t's bytes [off, off+len), every piece on one thread, with every thread: copied into
- * target, or converted by cvt (target NULL). */
-static fg_status read_chunk(fg_load_ctx *c, cpu_work *w, const fg_ckpt_tensor *t, uint64_t off, uint64_t len,
-                            uint8_t *target, const cvt_job *cvt) {
-  uintptr_t lo = 0;
-  fg_status s = residency(w, t, off, len, &lo);
-  if (s) return s;
-  int64_t pieces = (int64_t)((len + FG_CPU_READ_PIECE - 1) / FG_CPU_READ_PIECE);
-  int threads = c->threads < pieces ? c->threads : (int)pieces;
+/* Decodes (or widens to f64) the stored bytes [a, b) of the span, gathered in src. */
+static fg_status decode_piece(fg_load_ctx *c, const fg_load_item *it, const span *sp, uint64_t a, uint64_t b,
+                              const uint8_t *src) {
+  const fg_ckpt_tensor *t = it->src;
+  const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
+  uint64_t first = (sp->off + a) / tr->block_bytes * tr->block_elems, n = (b - a) / tr->block_bytes * tr->block_elems;
+  fg_status s;
+  if (it->how == FG_HOW_WIDEN64) {
+    /* a run of whole blocks decodes the same as the rows it lies in: one "row" of n */
+    s = fg_load_to_f64(t->dtype, src, (size_t)(b - a), (double *)it->out->data + first, 1, (int64_t)n);
+  } else if (fg_quant_can_decode(t->dtype)) {
+    s = fg_quant_decode_rows(t->dtype, src, (size_t)(b - a), (float *)it->out->data + first, 1, (int64_t)n);
+  } else { /* the device layer's decoder, for a type the row codecs lack */
+    s = fg_convert(c->dev, (float *)it->out->data + first, FG_F32, src, t->dtype, (size_t)n, NULL);
+  }
+  if (s)
+    return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
+                          (unsigned long long)(t->offset + sp->off + a));
+  return FG_OK;
+}
+
+/* One piece, on the calling OpenMP thread, with that thread's bounce slice. */
+static fg_status do_piece(fg_load_ctx *c, const cpu_work *w, const span *sp, uint64_t a, uint64_t b, uint8_t *bounce) {
+  const fg_load_item *it = &c->items[sp->item];
+  const fg_ckpt_tensor *t = it->src;
+  const fg_load_file *f = &c->io->files[t->file];
+  fg_model_tensor *mt = it->out;
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t base = (uintptr_t)t->data + sp->off;
+  fg_status s;
+  switch (it->how) {
+  case FG_HOW_BORROW: return borrow_piece(c, w, sp, a, b, bounce, w->slice);
+  case FG_HOW_COPY: /* a CPU device's memory is host memory: read into place */
+    return gather(c, w, sp, a, b, (uint8_t *)mt->data + sp->off + a);
+  case FG_HOW_CONVERT: {
+    const uint64_t ssz = t->dtype == FG_F32 ? 4 : 2, dsz = mt->dtype == FG_F32 ? 4 : 2;
+    cvt_job j = {(uint8_t *)mt->data + (sp->off + a) / ssz * dsz, mt->dtype, NULL, t->dtype, (size_t)((b - a) / ssz)};
+    if (all_cached(w, sp, base, page, a, b)) {
+      /* the common case: straight from the mapping, no bounce */
+      if ((s = fg_load_io_populate(c->io, t, sp->off + a, b - a))) return s;
+      j.src = t->data + sp->off + a;
+      if ((s = fg_mapping_access(f->map, cvt_fn, &j))) return fault(c, t, sp->off + a, s);
+      return FG_OK;
+    }
+    if ((s = gather(c, w, sp, a, b, bounce))) return s;
+    j.src = bounce;
+    return cvt_fn(&j);
+  }
+  case FG_HOW_DEQUANT:
+  case FG_HOW_WIDEN64:
+    if ((s = gather(c, w, sp, a, b, bounce))) return s;
+    return decode_piece(c, it, sp, a, b, bounce);
+  }
+  return fg_fail(FG_ERR_STATE, "load: tensor %s has no CPU plan", t->name);
+}
+
+/* Every piece of the window's spans, each on one thread, with every thread. */
+static fg_status run_window(fg_load_ctx *c, cpu_work *w, size_t nspans) {
+  size_t used = 0, np = 0;
+  fg_status s;
+  for (size_t i = 0; i < nspans; i++) {
+    span *sp = &w->spans[i];
+    const fg_load_item *it = &c->items[sp->item];
+    if (sp->len == 0 || is_lazy(c, it)) continue;
+    if ((s = fg_load_io_check(c->io, it->src, sp->off))) return s;
+    if ((s = residency(w, it->src, sp, &used))) return s;
+    uint64_t pb = piece_bytes(it);
+    size_t k = (size_t)((sp->len + pb - 1) / pb);
+    if ((s = grow((void **)&w->pieces, &w->pieces_cap, np + k, sizeof *w->pieces))) return s;
+    for (uint64_t a = 0; a < sp->len; a += pb)
+      w->pieces[np++] = (piece){(uint32_t)i, a, sp->len - a < pb ? sp->len : a + pb};
+  }
+  if (np == 0) return FG_OK;
+  int threads = c->threads < (int)np ? c->threads : (int)np;
+  if (threads > w->nbounce) threads = w->nbounce;
   err_slot e = {FG_OK, UINT64_MAX, ""};
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int64_t p = 0; p < pieces; p++) {
-    uint64_t a = (uint64_t)p * FG_CPU_READ_PIECE, b = len - a < FG_CPU_READ_PIECE ? len : a + FG_CPU_READ_PIECE;
-    fg_status ps = read_piece(c, w, t, off, lo, a, b, target, cvt);
-    if (ps) err_keep(&e, ps, a);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    /* The codecs' own parallel loops stay on this thread: each thread of the load is one
+     * worker (a region of one thread would not count as active, and a codec called in it
+     * would start a team of its own per piece). The setting lives in this region's task. */
+    omp_set_num_threads(1);
+    uint8_t *bounce = w->bounce ? w->bounce + (size_t)omp_get_thread_num() * w->slice : NULL;
+    /* dynamic: pieces cost what their type costs, and a thread that the system preempts
+     * leaves its share to the others */
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t p = 0; p < (int64_t)np; p++) {
+      const piece *pc = &w->pieces[p];
+      const span *sp = &w->spans[pc->span];
+      fg_status ps = do_piece(c, w, sp, pc->a, pc->b, bounce);
+      if (ps) err_keep(&e, ps, sp->pos + pc->a);
+    }
   }
   return e.st ? fg_fail(e.st, "%s", e.msg) : FG_OK;
 }
 
-/* Dequantizes t's stored bytes [off, off+len), read into w->bounce, into the output. */
-static fg_status dequant(fg_load_ctx *c, const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len,
-                         uint64_t unit) {
-  const fg_ckpt_tensor *t = it->src;
-  const uint64_t row = fg_load_row(t);
-  uint64_t first_row = off / unit, rows = len / unit;
-  float *out = (float *)it->out->data + first_row * row;
-  if (fg_quant_can_decode(t->dtype))
-    return fg_quant_decode_rows(t->dtype, w->bounce, (size_t)len, out, (int64_t)rows, (int64_t)row);
-  /* the device layer's decoder, for a type the row codecs lack */
-  return fg_convert(c->dev, out, FG_F32, w->bounce, t->dtype, (size_t)(rows * row), NULL);
-}
-
-/* Converts t's stored bytes [off, off+len), read into w->bounce, to f64 in the output: a run
- * of elements for a float type, whole rows for a block type. */
-static fg_status widen64(const fg_load_item *it, cpu_work *w, uint64_t off, uint64_t len) {
-  const fg_ckpt_tensor *t = it->src;
-  const fg_dtype_traits *tr = fg_dtype_info(t->dtype);
-  uint64_t first = off / tr->block_bytes * tr->block_elems, n = len / tr->block_bytes * tr->block_elems;
-  int64_t row = tr->is_quant ? (int64_t)fg_load_row(t) : (int64_t)n;
-  int64_t rows = row ? (int64_t)(n / (uint64_t)row) : 0;
-  return fg_load_to_f64(t->dtype, w->bounce, (size_t)len, (double *)it->out->data + first, rows, row);
-}
-
-static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf, cpu_work *w) {
-  const fg_ckpt_tensor *t = it->src;
-  fg_model_tensor *mt = it->out;
-  uint64_t unit, step = chunk_step(it, &unit);
-  bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
-  const cvt_job cvt = {(uint8_t *)mt->data, mt->dtype, NULL, t->dtype, 0};
-  for (uint64_t off = 0; off < t->nbytes; off += step) {
-    uint64_t len = t->nbytes - off < step ? t->nbytes - off : step;
-    prefetch_to(c, pf, c->bytes_done + len + FG_CPU_AHEAD);
-    fg_status s = FG_OK;
-    if (!lazy && (s = fg_load_io_check(c->io, t, off))) return s;
-    switch (it->how) {
-    case FG_HOW_BORROW:
-      if (!lazy && ((s = cache_exactly(c, w, t, off, len)) || (s = populate_parallel(c, t, off, len)))) return s;
-      break;
-    case FG_HOW_COPY: /* a CPU device's memory is host memory: read into place */
-      if ((s = read_chunk(c, w, t, off, len, (uint8_t *)mt->data + off, NULL))) return s;
-      break;
-    case FG_HOW_CONVERT:
-      if ((s = read_chunk(c, w, t, off, len, NULL, &cvt))) return s;
-      break;
-    case FG_HOW_DEQUANT:
-      if ((s = read_chunk(c, w, t, off, len, w->bounce, NULL))) return s;
-      if ((s = dequant(c, it, w, off, len, unit)))
-        return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
-                              (unsigned long long)(t->offset + off));
-      break;
-    case FG_HOW_WIDEN64:
-      if ((s = read_chunk(c, w, t, off, len, w->bounce, NULL))) return s;
-      if ((s = widen64(it, w, off, len)))
-        return fg_fail_prefix(s, "%s: tensor %s at offset %llu: ", fg_load_io_path(c->io, t), t->name,
-                              (unsigned long long)(t->offset + off));
-      break;
-    }
-    /* Pages that were only read from are dropped from this process; borrowed ones stay. */
-    if (it->how != FG_HOW_BORROW) fg_load_io_evict(c->io, t, off, len);
-    c->bytes_done += len;
-    if (off + len >= t->nbytes) c->tensors_done++;
-    if ((s = fg_load_progress_step(c, t->name))) return s;
+/* After a window: pages that were only read from are dropped from this process (borrowed
+ * ones stay), and progress is told tensor by tensor. */
+static fg_status finish_window(fg_load_ctx *c, cpu_work *w, size_t nspans) {
+  for (size_t i = 0; i < nspans; i++) {
+    const span *sp = &w->spans[i];
+    const fg_load_item *it = &c->items[sp->item];
+    if (it->how != FG_HOW_BORROW) fg_load_io_evict(c->io, it->src, sp->off, sp->len);
   }
-  if (t->nbytes == 0) {
-    c->tensors_done++;
-    return fg_load_progress_step(c, t->name);
+  for (size_t i = 0; i < nspans; i++) {
+    const span *sp = &w->spans[i];
+    const fg_ckpt_tensor *t = c->items[sp->item].src;
+    c->bytes_done += sp->len;
+    if (sp->off + sp->len >= t->nbytes) c->tensors_done++;
+    fg_status s = fg_load_progress_step(c, t->name);
+    if (s) return s;
   }
   return FG_OK;
 }
@@ -350,29 +397,59 @@ static fg_status run_item(fg_load_ctx *c, const fg_load_item *it, prefetcher *pf
 fg_status fg_load_run_cpu(fg_load_ctx *c) {
   cpu_work w;
   memset(&w, 0, sizeof w);
-  bool touch = false;
+  bool touch = false, sink = false, bounce = false;
   for (size_t i = 0; i < c->nitems; i++) {
     const fg_load_item *it = &c->items[i];
-    uint64_t unit, step = chunk_step(it, &unit);
-    bool lazy = it->how == FG_HOW_BORROW && (c->opt->flags & FG_LOAD_FLAG_LAZY);
-    if (!lazy && it->src->nbytes) touch = true;
-    if (it->how != FG_HOW_COPY && !lazy && it->src->nbytes) {
-      uint64_t need = step < it->src->nbytes ? step : it->src->nbytes;
-      if (need > w.bounce_bytes) w.bounce_bytes = (size_t)need;
-    }
+    if (is_lazy(c, it) || !it->src->nbytes) continue;
+    touch = true;
+    if (it->how == FG_HOW_BORROW) sink = true;
+    else if (it->how != FG_HOW_COPY) bounce = true;
   }
+  w.nbounce = c->threads > 0 ? c->threads : 1;
+  w.slice = (size_t)FG_CPU_PIECE;
+  if (sink && (uint64_t)w.slice * (uint64_t)w.nbounce < FG_CPU_SINK) w.slice = (size_t)(FG_CPU_SINK / (uint64_t)w.nbounce);
   fg_status s = FG_OK;
-  if (w.bounce_bytes && !(w.bounce = malloc(w.bounce_bytes)))
-    s = fg_fail(FG_ERR_NOMEM, "load: out of memory for a %zu-byte read buffer", w.bounce_bytes);
-  /* Pages are faulted in only once they are cached (cache_exactly, read_chunk), so with the
-   * readahead marks ignored a fault never starts a read of its own. */
+  if ((sink || bounce) && !(w.bounce = malloc(w.slice * (size_t)w.nbounce)))
+    s = fg_fail(FG_ERR_NOMEM, "load: out of memory for %d read buffers of %zu bytes", w.nbounce, w.slice);
+  /* Pages are faulted in only once they are cached (preads first), so with the readahead
+   * marks ignored a fault never starts a read of its own. */
   if (touch) fg_load_io_set_random(c->io, true);
   prefetcher pf = {0, 0, 0};
-  for (size_t i = 0; i < c->nitems && !s; i++) s = run_item(c, &c->items[i], &pf, &w);
+  size_t item = 0;
+  uint64_t off = 0;
+  while (!s && item < c->nitems) {
+    /* the next window: whole tensors and pieces of tensors up to FG_CPU_WINDOW bytes */
+    size_t n = 0;
+    uint64_t filled = 0;
+    while (item < c->nitems && (filled < FG_CPU_WINDOW || n == 0)) {
+      const fg_ckpt_tensor *t = c->items[item].src;
+      uint64_t len = t->nbytes - off, room = FG_CPU_WINDOW - filled; /* filled < FG_CPU_WINDOW here */
+      if (len > room) {
+        /* a part of this tensor, in whole pieces (at least one) */
+        uint64_t pb = piece_bytes(&c->items[item]);
+        if (room >= pb) len = room - room % pb;
+        else if (len > pb) len = pb;
+      }
+      if ((s = grow((void **)&w.spans, &w.spans_cap, n + 1, sizeof *w.spans))) break;
+      w.spans[n++] = (span){item, off, len, 0, 0, filled};
+      filled += len;
+      off += len;
+      if (off >= t->nbytes) {
+        item++;
+        off = 0;
+      }
+    }
+    if (s) break;
+    prefetch_to(c, &pf, c->bytes_done + filled + FG_CPU_AHEAD);
+    if ((s = run_window(c, &w, n))) break;
+    s = finish_window(c, &w, n);
+  }
   if (touch) fg_load_io_set_random(c->io, false);
   if (!s) s = fg_load_final_check(c);
   if (s == FG_OK && c->opt->progress && c->nitems == 0) s = fg_load_progress_step(c, "");
   free(w.bounce);
   free(w.vec);
+  free(w.spans);
+  free(w.pieces);
   return s;
 }

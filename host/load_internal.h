@@ -5,7 +5,8 @@
  *                    replaced under the load
  *   load_ring.c      pinned staging ring (buffers, events, copy stream)
  *   load_staged.c    the pipeline: staging thread -> ring -> copy stream -> convert
- *   load_cpu.c       the CPU target: borrow, or read (guarded) and convert/dequantize
+ *   load_cpu.c       the CPU target: borrow, or read (guarded) and convert/dequantize, in
+ *                    windows of pieces that one thread each takes from the file to the output
  *   load_f64.c       the host conversion of f64 destinations
  *   load.c           options, filter, plan, the model container and lookup */
 #ifndef FORGIA_HOST_LOAD_INTERNAL_H
@@ -102,8 +103,9 @@ typedef struct fg_load_ctx {
 
 /* Calls the progress callback; FG_ERR_STATE when it asks to cancel. */
 fg_status fg_load_progress_step(fg_load_ctx *c, const char *tensor);
-/* Data copied out of a file is only trustworthy if the file was intact until the last byte
- * was read: checks once more every file a non-borrowed tensor came from. */
+/* Data read out of a file is only trustworthy if the file was intact until the last byte
+ * was read: checks once more every file a tensor came from (but for lazily borrowed ones,
+ * whose pages the load never touched). */
 fg_status fg_load_final_check(fg_load_ctx *c);
 /* True when FORGIA_VERBOSE is set to something other than "0" or "". */
 bool fg_load_verbose(void);

@@ -11,6 +11,7 @@
  * staging thread only reads files and fills host memory. With N buffers, up to N-1 copies
  * are queued while the next buffer is being filled. */
 #define _GNU_SOURCE
+#include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -157,6 +158,8 @@ static _Atomic int said_single_node = 0;
 static void *filler_main(void *arg) {
   staged *g = arg;
   fg_load_ctx *c = g->c;
+  /* the host decoders' teams, started from this thread, have the load's threads */
+  omp_set_num_threads(g->fill_threads > 0 ? g->fill_threads : 1);
   int node = g->r->numa_node;
   if (node >= 0) {
     fg_topology_info ti;

@@ -144,6 +144,8 @@ FG_API void fg_load_ring_free(fg_load_ring *r); /* NULL-safe */
                               tensors only, so f32 or f64 widens f16/bf16 and leaves a Q8_0
                               matrix quantized. With FG_LOAD_DTYPE_DEQUANT, FG_ERR_INVALID_ARG */
 
+typedef struct fg_model fg_model;
+
 typedef struct fg_load_options {
   /* Filter: with names, exactly those tensors (a name the source lacks is FG_ERR_NOT_FOUND);
    * with filter, those it accepts; with both, those in the list that it accepts; with
@@ -162,6 +164,13 @@ typedef struct fg_load_options {
   void *progress_user;
   unsigned flags;          /* FG_LOAD_* */
   int threads;             /* host threads for reads and conversions; 0: OpenMP default */
+  /* A model from an earlier load, handed over to this one: its owned memory becomes this
+   * load's output when it is on the same device and holds the output (CPU: its unused tail
+   * is returned to the system; a device: it may be at most twice the size needed), so the
+   * output's pages are already faulted in and nothing is zeroed on the way. fg_load frees
+   * it before it returns, whatever the outcome (what it does not take, before the new
+   * output is allocated); no other thread may use it meanwhile. NULL: fresh memory. */
+  fg_model *recycle;
 } fg_load_options;
 
 /* Zeroes o: all tensors, kept dtypes, default ring, no callbacks. */
@@ -171,8 +180,6 @@ FG_API void fg_load_options_init(fg_load_options *o);
 FG_API fg_dtype fg_load_options_target(const fg_load_options *o, fg_dtype stored);
 
 /* ---- the loaded model ------------------------------------------------------------------ */
-
-typedef struct fg_model fg_model;
 
 typedef struct fg_model_tensor {
   const char *name;        /* owned by the model; NUL-terminated */
@@ -204,6 +211,7 @@ typedef struct fg_load_stats {
   uint32_t ring_count;
   size_t ring_bytes;
   int numa_node;             /* node of the ring and staging thread, -1 when unbound */
+  bool recycled;             /* the output went into the memory of fg_load_options.recycle */
 } fg_load_stats;
 
 /* Loads path onto dev. opt may be NULL (defaults). On success *out is a new model that
