@@ -18,7 +18,7 @@
  * table steps; the ends fall out of the same compare. *qv receives the entry's value. */
 static inline int32_t fg_iq4_index(float x, float *qv) {
   int32_t c = 0, lo = fg_iq4nl_value(0), hi = fg_iq4nl_value(1);
-  for (int i = 1; i < 15; i++) {
+  _Pragma("GCC unroll 14") for (int i = 1; i < 15; i++) { /* the table's values as constants */
     const int32_t ge = -(int32_t)!(x < (float)fg_iq4nl_value(i));
     c -= ge;
     lo += (fg_iq4nl_value(i) - fg_iq4nl_value(i - 1)) & ge;
@@ -66,16 +66,33 @@ static float fg_iq4_fit(const float *xb, uint8_t *Lb) {
   float id[16], sumqx[16], sumq2[16];
   id[0] = 1 / d;
   for (int t = 1; t < 16; t++) id[t] = (float)(t - 8 + fg_iq4nl_value(0)) / max;
-  for (int t = 0; t < 16; t++) sumqx[t] = sumq2[t] = 0;
+  /* four trials per vector: the table search of fg_iq4_index lane by lane */
+  fg_qvf idv[4], sqx[4], sq2[4];
+  for (int g = 0; g < 4; g++) {
+    idv[g] = fg_qv_load(id + 4 * g);
+    sqx[g] = sq2[g] = (fg_qvf){0, 0, 0, 0};
+  }
   for (int j = 0; j < 32; j++) {
     const float xj = xb[j], w = weight[j];
-    for (int t = 0; t < 16; t++) {
-      float q;
-      fg_iq4_index(id[t] * xj, &q);
-      sumqx[t] += w * q * xj;
-      sumq2[t] += w * q * q;
+    _Pragma("GCC unroll 4") for (int g = 0; g < 4; g++) {
+      const fg_qvf v = idv[g] * xj;
+      fg_qvi lo = (fg_qvi){0, 0, 0, 0} + fg_iq4nl_value(0), hi = (fg_qvi){0, 0, 0, 0} + fg_iq4nl_value(1);
+      _Pragma("GCC unroll 14") for (int i = 1; i < 15; i++) {
+        const fg_qvi ge = ~(v < (fg_qvf){0, 0, 0, 0} + (float)fg_iq4nl_value(i));
+        lo += (fg_iq4nl_value(i) - fg_iq4nl_value(i - 1)) & ge;
+        hi += (fg_iq4nl_value(i + 1) - fg_iq4nl_value(i)) & ge;
+      }
+      const fg_qvf lof = __builtin_convertvector(lo, fg_qvf), hif = __builtin_convertvector(hi, fg_qvf);
+      const fg_qvf q = FG_QV_SEL(~(v - lof < hif - v), hif, lof);
+      sqx[g] += w * q * xj;
+      sq2[g] += w * q * q;
     }
   }
+  for (int g = 0; g < 4; g++)
+    for (int k = 0; k < 4; k++) {
+      sumqx[4 * g + k] = sqx[g][k];
+      sumq2[4 * g + k] = sq2[g][k];
+    }
   fg_iq4_codes(xb, id[0], Lb);
   d = sumqx[0] / sumq2[0];
   float best = d * sumqx[0];

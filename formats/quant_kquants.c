@@ -89,8 +89,6 @@ static float fg_make_qkx2_quants(int n, int nmax, const float *x, const float *w
  * lane loops and vectorises the element loop instead, with in-order (scalar) reductions, and
  * the speed would depend on -O2 or -O3. Vectors of 4: wider GCC vectors are scalarised on
  * base x86-64 (compares, selects). xv[i][g] holds element i of group g's sub-blocks. */
-typedef float fg_kqf __attribute__((vector_size(16)));
-typedef int32_t fg_kqi __attribute__((vector_size(16)));
 #define FG_KQ_W 4      /* lanes per vector */
 #define FG_KQ_ELEMS 32 /* most elements per sub-block */
 #define FG_KQ_GROUPS 4 /* most vectors per super-block */
@@ -109,64 +107,49 @@ typedef int32_t fg_kqi __attribute__((vector_size(16)));
  * keeps them in memory otherwise). */
 #define FG_KQ_GROUPS_LOOP _Pragma("GCC unroll 4")
 
-/* m ? a : b per lane (m all ones or all zeros), for floats and for ints. */
-#define FG_KQ_SEL(m, a, b) ((fg_kqf)(((m) & (fg_kqi)(a)) | (~(m) & (fg_kqi)(b))))
-#define FG_KQ_ABS(v) ((fg_kqf)((fg_kqi)(v) & 0x7fffffff))
-/* a < b ? a : b and a > b ? a : b per lane, which is what minps / maxps compute (the second
- * operand on ties and NaN); GCC does not find them in the selects. */
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#define FG_KQ_MIN(a, b) ((fg_kqf)_mm_min_ps((__m128)(a), (__m128)(b)))
-#define FG_KQ_MAX(a, b) ((fg_kqf)_mm_max_ps((__m128)(a), (__m128)(b)))
-static inline int fg_kq_any(fg_kqi m) { return _mm_movemask_ps((__m128)m) != 0; }
-#else
-#define FG_KQ_MIN(a, b) FG_KQ_SEL((a) < (b), (a), (b))
-#define FG_KQ_MAX(a, b) FG_KQ_SEL((a) > (b), (a), (b))
-static inline int fg_kq_any(fg_kqi m) { return (m[0] | m[1] | m[2] | m[3]) != 0; }
-#endif
 /* MAX(lo, MIN(hi, l)) of ggml for integer-valued l */
-#define FG_KQ_CLAMP(l, lo, hi) FG_KQ_MIN((hi), FG_KQ_MAX((lo), (l)))
+#define FG_KQ_CLAMP(l, lo, hi) FG_QV_MIN((hi), FG_QV_MAX((lo), (l)))
 /* ggml's nearest_int(f) as a float, for |f| <= 4194303: adding 1.5 * 2^23 rounds to an
  * integer (half to even) and subtracting it back is exact. */
 #define FG_KQ_ROUND(f) (((f) + 12582912.0f) - 12582912.0f)
 /* All ones where !(|v| <= 4194303) (NaN included): where FG_KQ_ROUND would not be exact. */
-#define FG_KQ_OUT(v) (~(FG_KQ_ABS(v) <= lim))
+#define FG_KQ_OUT(v) (~(FG_QV_ABS(v) <= lim))
 
 /* Sub-block s (n elements each, at x + n * s) into lane s % 4 of group s / 4: 4x4 transposes. */
-FG_KQ_INLINE void fg_kq_lanes_load(const float *x, int G, int n, fg_kqf xv[][FG_KQ_GROUPS]) {
+FG_KQ_INLINE void fg_kq_lanes_load(const float *x, int G, int n, fg_qvf xv[][FG_KQ_GROUPS]) {
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++)
     for (int i = 0; i < n; i += 4) {
-      fg_kqf r[4];
+      fg_qvf r[4];
       for (int k = 0; k < 4; k++) memcpy(&r[k], x + n * (FG_KQ_W * g + k) + i, sizeof r[k]);
 #if defined(__SSE2__)
       const __m128 a = _mm_unpacklo_ps((__m128)r[0], (__m128)r[1]), b = _mm_unpacklo_ps((__m128)r[2], (__m128)r[3]);
       const __m128 c = _mm_unpackhi_ps((__m128)r[0], (__m128)r[1]), d = _mm_unpackhi_ps((__m128)r[2], (__m128)r[3]);
-      xv[i][g] = (fg_kqf)_mm_movelh_ps(a, b);
-      xv[i + 1][g] = (fg_kqf)_mm_movehl_ps(b, a);
-      xv[i + 2][g] = (fg_kqf)_mm_movelh_ps(c, d);
-      xv[i + 3][g] = (fg_kqf)_mm_movehl_ps(d, c);
+      xv[i][g] = (fg_qvf)_mm_movelh_ps(a, b);
+      xv[i + 1][g] = (fg_qvf)_mm_movehl_ps(b, a);
+      xv[i + 2][g] = (fg_qvf)_mm_movelh_ps(c, d);
+      xv[i + 3][g] = (fg_qvf)_mm_movehl_ps(d, c);
 #else
-      for (int j = 0; j < 4; j++) xv[i + j][g] = (fg_kqf){r[0][j], r[1][j], r[2][j], r[3][j]};
+      for (int j = 0; j < 4; j++) xv[i + j][g] = (fg_qvf){r[0][j], r[1][j], r[2][j], r[3][j]};
 #endif
     }
 }
 
 /* Per lane: the signed value of largest magnitude, the first on ties (ggml's strict > scan from
  * 0), and that magnitude. */
-FG_KQ_INLINE void fg_kq_lanes_absmax(fg_kqf xv[][FG_KQ_GROUPS], int G, int n, fg_kqf *max, fg_kqf *amax) {
+FG_KQ_INLINE void fg_kq_lanes_absmax(fg_qvf xv[][FG_KQ_GROUPS], int G, int n, fg_qvf *max, fg_qvf *amax) {
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-    fg_kqf m = {0}, a = {0};
+    fg_qvf m = {0}, a = {0};
     for (int i = 0; i < n; i++) {
-      const fg_kqf v = xv[i][g], av = FG_KQ_ABS(v);
-      m = FG_KQ_SEL(av > a, v, m);
-      a = FG_KQ_MAX(av, a);
+      const fg_qvf v = xv[i][g], av = FG_QV_ABS(v);
+      m = FG_QV_SEL(av > a, v, m);
+      a = FG_QV_MAX(av, a);
     }
     max[g] = m;
     amax[g] = a;
   }
 }
 
-static inline void fg_kq_lanes_store(const fg_kqf *v, int G, float *out) {
+static inline void fg_kq_lanes_store(const fg_qvf *v, int G, float *out) {
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++)
     for (int k = 0; k < FG_KQ_W; k++) out[FG_KQ_W * g + k] = v[g][k];
 }
@@ -178,94 +161,94 @@ static inline void fg_kq_lanes_store(const fg_kqf *v, int G, float *out) {
  * say), for the caller to take the scalar fit. Else returns 1 with each sub-block's scale, -min
  * and, for fg_qkx2_codes, the inverse scale and min of its kept codes (0 and 0 for a flat
  * sub-block, whose codes are 0). */
-FG_KQ_INLINE int fg_qkx2_lanes(int G, int n, int nmax, fg_kqf xv[][FG_KQ_GROUPS], fg_kqf wv[][FG_KQ_GROUPS],
+FG_KQ_INLINE int fg_qkx2_lanes(int G, int n, int nmax, fg_qvf xv[][FG_KQ_GROUPS], fg_qvf wv[][FG_KQ_GROUPS],
                                float rmin, float rdelta, int nstep, int use_mad, float *scale_out,
                                float *the_min, float *code_iscale, float *code_min) {
-  const fg_kqf zero = {0}, one = zero + 1.0f, vmax = zero + (float)nmax, lim = zero + 4194303.0f;
-  fg_kqf lt[FG_KQ_ELEMS][FG_KQ_GROUPS];
-  fg_kqf mn[FG_KQ_GROUPS], mx[FG_KQ_GROUPS], lo[FG_KQ_GROUPS], sum_w[FG_KQ_GROUPS], sum_x[FG_KQ_GROUPS];
-  fg_kqf scale[FG_KQ_GROUPS], best[FG_KQ_GROUPS], bisc[FG_KQ_GROUPS], bmin[FG_KQ_GROUPS];
-  fg_kqi flat[FG_KQ_GROUPS], bad = {0};
+  const fg_qvf zero = {0}, one = zero + 1.0f, vmax = zero + (float)nmax, lim = zero + 4194303.0f;
+  fg_qvf lt[FG_KQ_ELEMS][FG_KQ_GROUPS];
+  fg_qvf mn[FG_KQ_GROUPS], mx[FG_KQ_GROUPS], lo[FG_KQ_GROUPS], sum_w[FG_KQ_GROUPS], sum_x[FG_KQ_GROUPS];
+  fg_qvf scale[FG_KQ_GROUPS], best[FG_KQ_GROUPS], bisc[FG_KQ_GROUPS], bmin[FG_KQ_GROUPS];
+  fg_qvi flat[FG_KQ_GROUPS], bad = {0};
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-    fg_kqf a = xv[0][g], b = a, sw = wv[0][g], sx = sw * a;
+    fg_qvf a = xv[0][g], b = a, sw = wv[0][g], sx = sw * a;
     for (int i = 1; i < n; i++) {
-      const fg_kqf v = xv[i][g];
-      a = FG_KQ_MIN(v, a);
-      b = FG_KQ_MAX(v, b);
+      const fg_qvf v = xv[i][g];
+      a = FG_QV_MIN(v, a);
+      b = FG_QV_MAX(v, b);
       sw += wv[i][g];
       sx += wv[i][g] * v;
     }
     lo[g] = a;
-    mn[g] = FG_KQ_MIN(zero, a);
+    mn[g] = FG_QV_MIN(zero, a);
     mx[g] = b;
     sum_w[g] = sw;
     sum_x[g] = sx;
     flat[g] = mx[g] == mn[g];
     /* a flat lane is answered at the end; a range of 1 keeps its arithmetic finite meanwhile */
-    const fg_kqf iscale = vmax / FG_KQ_SEL(flat[g], one, mx[g] - mn[g]);
+    const fg_qvf iscale = vmax / FG_QV_SEL(flat[g], one, mx[g] - mn[g]);
     bad |= FG_KQ_OUT(iscale * (mx[g] - mn[g])) | FG_KQ_OUT(iscale * (lo[g] - mn[g]));
     bisc[g] = iscale;
     bmin[g] = mn[g];
     scale[g] = 1.0f / iscale;
     best[g] = zero;
   }
-  if (fg_kq_any(bad)) return 0;
+  if (fg_qv_any(bad)) return 0;
   for (int i = 0; i < n; i++)
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-      const fg_kqf l = FG_KQ_CLAMP(FG_KQ_ROUND(bisc[g] * (xv[i][g] - mn[g])), zero, vmax);
-      fg_kqf diff = scale[g] * l + mn[g] - xv[i][g];
-      diff = use_mad ? FG_KQ_ABS(diff) : diff * diff;
+      const fg_qvf l = FG_KQ_CLAMP(FG_KQ_ROUND(bisc[g] * (xv[i][g] - mn[g])), zero, vmax);
+      fg_qvf diff = scale[g] * l + mn[g] - xv[i][g];
+      diff = use_mad ? FG_QV_ABS(diff) : diff * diff;
       best[g] += wv[i][g] * diff;
     }
   for (int is = 0; is <= nstep; is++) {
     const float num = rmin + rdelta * (float)is + (float)nmax;
-    fg_kqf isc[FG_KQ_GROUPS], sum_l[FG_KQ_GROUPS], sum_l2[FG_KQ_GROUPS], sum_xl[FG_KQ_GROUPS];
-    fg_kqf this_scale[FG_KQ_GROUPS], this_min[FG_KQ_GROUPS], cur[FG_KQ_GROUPS];
-    fg_kqi take[FG_KQ_GROUPS];
+    fg_qvf isc[FG_KQ_GROUPS], sum_l[FG_KQ_GROUPS], sum_l2[FG_KQ_GROUPS], sum_xl[FG_KQ_GROUPS];
+    fg_qvf this_scale[FG_KQ_GROUPS], this_min[FG_KQ_GROUPS], cur[FG_KQ_GROUPS];
+    fg_qvi take[FG_KQ_GROUPS];
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-      isc[g] = num / FG_KQ_SEL(flat[g], one, mx[g] - mn[g]);
+      isc[g] = num / FG_QV_SEL(flat[g], one, mx[g] - mn[g]);
       bad |= ~flat[g] & (FG_KQ_OUT(isc[g] * (mx[g] - mn[g])) | FG_KQ_OUT(isc[g] * (lo[g] - mn[g])));
       sum_l[g] = sum_l2[g] = sum_xl[g] = cur[g] = zero;
     }
-    if (fg_kq_any(bad)) return 0;
+    if (fg_qv_any(bad)) return 0;
     for (int i = 0; i < n; i++)
       FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-        const fg_kqf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc[g] * (xv[i][g] - mn[g])), zero, vmax);
-        const fg_kqf wl = wv[i][g] * l;
+        const fg_qvf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc[g] * (xv[i][g] - mn[g])), zero, vmax);
+        const fg_qvf wl = wv[i][g] * l;
         lt[i][g] = l;
         sum_l[g] += wl;
         sum_l2[g] += wl * l;
         sum_xl[g] += wl * xv[i][g];
       }
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-      const fg_kqf D = sum_w[g] * sum_l2[g] - sum_l[g] * sum_l[g];
-      const fg_kqf sc = (sum_w[g] * sum_xl[g] - sum_x[g] * sum_l[g]) / D;
-      const fg_kqf m = (sum_l2[g] * sum_x[g] - sum_l[g] * sum_xl[g]) / D;
-      const fg_kqi pos = m > zero;
-      this_min[g] = FG_KQ_SEL(pos, zero, m);
-      this_scale[g] = FG_KQ_SEL(pos, sum_xl[g] / sum_l2[g], sc);
+      const fg_qvf D = sum_w[g] * sum_l2[g] - sum_l[g] * sum_l[g];
+      const fg_qvf sc = (sum_w[g] * sum_xl[g] - sum_x[g] * sum_l[g]) / D;
+      const fg_qvf m = (sum_l2[g] * sum_x[g] - sum_l[g] * sum_xl[g]) / D;
+      const fg_qvi pos = m > zero;
+      this_min[g] = FG_QV_SEL(pos, zero, m);
+      this_scale[g] = FG_QV_SEL(pos, sum_xl[g] / sum_l2[g], sc);
       take[g] = ~flat[g] & (D > zero);
     }
     for (int i = 0; i < n; i++)
       FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-        fg_kqf diff = this_scale[g] * lt[i][g] + this_min[g] - xv[i][g];
-        diff = use_mad ? FG_KQ_ABS(diff) : diff * diff;
+        fg_qvf diff = this_scale[g] * lt[i][g] + this_min[g] - xv[i][g];
+        diff = use_mad ? FG_QV_ABS(diff) : diff * diff;
         cur[g] += wv[i][g] * diff;
       }
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-      const fg_kqi t = take[g] & (cur[g] < best[g]);
-      best[g] = FG_KQ_SEL(t, cur[g], best[g]);
-      scale[g] = FG_KQ_SEL(t, this_scale[g], scale[g]);
-      bisc[g] = FG_KQ_SEL(t, isc[g], bisc[g]);
-      bmin[g] = FG_KQ_SEL(t, mn[g], bmin[g]);
-      mn[g] = FG_KQ_SEL(t, this_min[g], mn[g]);
+      const fg_qvi t = take[g] & (cur[g] < best[g]);
+      best[g] = FG_QV_SEL(t, cur[g], best[g]);
+      scale[g] = FG_QV_SEL(t, this_scale[g], scale[g]);
+      bisc[g] = FG_QV_SEL(t, isc[g], bisc[g]);
+      bmin[g] = FG_QV_SEL(t, mn[g], bmin[g]);
+      mn[g] = FG_QV_SEL(t, this_min[g], mn[g]);
     }
   }
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-    scale[g] = FG_KQ_SEL(flat[g], zero, scale[g]);
+    scale[g] = FG_QV_SEL(flat[g], zero, scale[g]);
     mn[g] = -mn[g];
-    bisc[g] = FG_KQ_SEL(flat[g], zero, bisc[g]);
-    bmin[g] = FG_KQ_SEL(flat[g], zero, bmin[g]);
+    bisc[g] = FG_QV_SEL(flat[g], zero, bisc[g]);
+    bmin[g] = FG_QV_SEL(flat[g], zero, bmin[g]);
   }
   fg_kq_lanes_store(scale, G, scale_out);
   fg_kq_lanes_store(mn, G, the_min);
@@ -287,16 +270,16 @@ static void fg_qkx2_codes(const float *x, int n, int nmax, float iscale, float m
  * GROUP_MAX_EPS computes with max = 1 and is answered 0 at the end. Fills each sub-block's
  * scale and the inverse scale of its kept codes (0 for an all-zero sub-block) for
  * fg_qx_codes. */
-FG_KQ_INLINE void fg_qx_lanes(int nmax, fg_kqf xv[][FG_KQ_GROUPS], float *scale_out, float *code_iscale) {
+FG_KQ_INLINE void fg_qx_lanes(int nmax, fg_qvf xv[][FG_KQ_GROUPS], float *scale_out, float *code_iscale) {
   enum { G = 4, N = 16 };
-  const fg_kqf zero = {0}, one = zero + 1.0f, vlo = zero - (float)nmax, vhi = zero + (float)(nmax - 1);
-  fg_kqf max[G], amax[G], w[N][G], wx[N][G], scale[G], best[G], bisc[G];
-  fg_kqi small[G];
+  const fg_qvf zero = {0}, one = zero + 1.0f, vlo = zero - (float)nmax, vhi = zero + (float)(nmax - 1);
+  fg_qvf max[G], amax[G], w[N][G], wx[N][G], scale[G], best[G], bisc[G];
+  fg_qvi small[G];
   fg_kq_lanes_absmax(xv, G, N, max, amax);
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
     scale[g] = best[g] = bisc[g] = zero; /* set by the first fit; for the compiler's sake */
     small[g] = amax[g] < FG_GROUP_MAX_EPS;
-    max[g] = FG_KQ_SEL(small[g], one, max[g]);
+    max[g] = FG_QV_SEL(small[g], one, max[g]);
     for (int i = 0; i < N; i++) {
       w[i][g] = xv[i][g] * xv[i][g];
       wx[i][g] = w[i][g] * xv[i][g];
@@ -306,34 +289,34 @@ FG_KQ_INLINE void fg_qx_lanes(int nmax, fg_kqf xv[][FG_KQ_GROUPS], float *scale_
   for (int is = -10; is <= 9; is++) {
     if (is == 0) continue;
     const float num = is == -10 ? (float)-nmax : -((float)nmax + 0.1f * (float)is);
-    fg_kqf isc[G], sumlx[G], suml2[G];
+    fg_qvf isc[G], sumlx[G], suml2[G];
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
       isc[g] = num / max[g];
       sumlx[g] = suml2[g] = zero;
     }
     for (int i = 0; i < N; i++)
       FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-        const fg_kqf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc[g] * xv[i][g]), vlo, vhi);
+        const fg_qvf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc[g] * xv[i][g]), vlo, vhi);
         sumlx[g] += wx[i][g] * l;
         suml2[g] += w[i][g] * l * l;
       }
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
       if (is == -10) {
-        scale[g] = FG_KQ_SEL(suml2[g] != zero, sumlx[g] / suml2[g], zero);
+        scale[g] = FG_QV_SEL(suml2[g] != zero, sumlx[g] / suml2[g], zero);
         best[g] = scale[g] * sumlx[g];
         bisc[g] = isc[g];
       } else {
-        const fg_kqi t = (suml2[g] > zero) & (sumlx[g] * sumlx[g] > best[g] * suml2[g]);
-        const fg_kqf sc = sumlx[g] / suml2[g];
-        scale[g] = FG_KQ_SEL(t, sc, scale[g]);
-        best[g] = FG_KQ_SEL(t, sc * sumlx[g], best[g]);
-        bisc[g] = FG_KQ_SEL(t, isc[g], bisc[g]);
+        const fg_qvi t = (suml2[g] > zero) & (sumlx[g] * sumlx[g] > best[g] * suml2[g]);
+        const fg_qvf sc = sumlx[g] / suml2[g];
+        scale[g] = FG_QV_SEL(t, sc, scale[g]);
+        best[g] = FG_QV_SEL(t, sc * sumlx[g], best[g]);
+        bisc[g] = FG_QV_SEL(t, isc[g], bisc[g]);
       }
     }
   }
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-    scale[g] = FG_KQ_SEL(small[g], zero, scale[g]);
-    bisc[g] = FG_KQ_SEL(small[g], zero, bisc[g]);
+    scale[g] = FG_QV_SEL(small[g], zero, scale[g]);
+    bisc[g] = FG_QV_SEL(small[g], zero, bisc[g]);
   }
   fg_kq_lanes_store(scale, G, scale_out);
   fg_kq_lanes_store(bisc, G, code_iscale);
@@ -354,18 +337,18 @@ static void fg_qx_codes(const float *x, int n, int nmax, float iscale, int8_t *L
  * no useful bound, so the new code is rounded with fg_nearest_int's own bit trick (its values
  * for out-of-range and non-finite quotients). Fills the scales and lt, the codes (-nmax for
  * every element of an all-zero sub-block, so that the stored code is 0). */
-FG_KQ_INLINE void fg_q3_lanes(int nmax, fg_kqf xv[][FG_KQ_GROUPS], fg_kqf lt[][FG_KQ_GROUPS], float *scale_out) {
+FG_KQ_INLINE void fg_q3_lanes(int nmax, fg_qvf xv[][FG_KQ_GROUPS], fg_qvf lt[][FG_KQ_GROUPS], float *scale_out) {
   enum { G = 4, N = 16 };
-  const fg_kqf zero = {0}, one = zero + 1.0f, vlo = zero - (float)nmax, vhi = zero + (float)(nmax - 1);
-  fg_kqf max[G], amax[G], w[N][G], wx[N][G], sumlx[G], suml2[G];
-  fg_kqi small[G];
+  const fg_qvf zero = {0}, one = zero + 1.0f, vlo = zero - (float)nmax, vhi = zero + (float)(nmax - 1);
+  fg_qvf max[G], amax[G], w[N][G], wx[N][G], sumlx[G], suml2[G];
+  fg_qvi small[G];
   fg_kq_lanes_absmax(xv, G, N, max, amax);
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
     small[g] = amax[g] < FG_GROUP_MAX_EPS;
-    const fg_kqf isc = (float)-nmax / FG_KQ_SEL(small[g], one, max[g]);
+    const fg_qvf isc = (float)-nmax / FG_QV_SEL(small[g], one, max[g]);
     sumlx[g] = suml2[g] = zero;
     for (int i = 0; i < N; i++) {
-      const fg_kqf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc * xv[i][g]), vlo, vhi);
+      const fg_qvf l = FG_KQ_CLAMP(FG_KQ_ROUND(isc * xv[i][g]), vlo, vhi);
       lt[i][g] = l;
       w[i][g] = xv[i][g] * xv[i][g];
       wx[i][g] = w[i][g] * xv[i][g];
@@ -380,36 +363,36 @@ FG_KQ_INLINE void fg_q3_lanes(int nmax, fg_kqf xv[][FG_KQ_GROUPS], fg_kqf lt[][F
     int any = 0;
     FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
       if (!live[g]) continue;
-      fg_kqi changed = {0};
+      fg_qvi changed = {0};
       for (int i = 0; i < N; i++) {
-        const fg_kqf x = xv[i][g], l = lt[i][g];
-        fg_kqf slx = sumlx[g] - wx[i][g] * l;
-        fg_kqf sl2 = suml2[g] - w[i][g] * l * l;
-        const fg_kqi pos = slx > zero;
-        const fg_kqi nl = ((fg_kqi)(x * sl2 / slx + 12582912.0f) & 0x007fffff) - 0x00400000;
-        const fg_kqf new_l = FG_KQ_CLAMP(__builtin_convertvector(nl, fg_kqf), vlo, vhi);
+        const fg_qvf x = xv[i][g], l = lt[i][g];
+        fg_qvf slx = sumlx[g] - wx[i][g] * l;
+        fg_qvf sl2 = suml2[g] - w[i][g] * l * l;
+        const fg_qvi pos = slx > zero;
+        const fg_qvi nl = ((fg_qvi)(x * sl2 / slx + 12582912.0f) & 0x007fffff) - 0x00400000;
+        const fg_qvf new_l = FG_KQ_CLAMP(__builtin_convertvector(nl, fg_qvf), vlo, vhi);
         /* most steps change nothing (mostly new_l == l): branches rather than selects let the
          * next element start before this one's test is known */
-        const fg_kqi cand = pos & (new_l != l);
-        if (!fg_kq_any(cand)) continue;
+        const fg_qvi cand = pos & (new_l != l);
+        if (!fg_qv_any(cand)) continue;
         slx += wx[i][g] * new_l;
         sl2 += w[i][g] * new_l * new_l;
-        const fg_kqi t = cand & (sl2 > zero) & (slx * slx * suml2[g] > sumlx[g] * sumlx[g] * sl2);
-        if (fg_kq_any(t)) {
-          lt[i][g] = FG_KQ_SEL(t, new_l, l);
-          sumlx[g] = FG_KQ_SEL(t, slx, sumlx[g]);
-          suml2[g] = FG_KQ_SEL(t, sl2, suml2[g]);
+        const fg_qvi t = cand & (sl2 > zero) & (slx * slx * suml2[g] > sumlx[g] * sumlx[g] * sl2);
+        if (fg_qv_any(t)) {
+          lt[i][g] = FG_QV_SEL(t, new_l, l);
+          sumlx[g] = FG_QV_SEL(t, slx, sumlx[g]);
+          suml2[g] = FG_QV_SEL(t, sl2, suml2[g]);
           changed |= t;
         }
       }
-      live[g] = fg_kq_any(changed);
+      live[g] = fg_qv_any(changed);
       any |= live[g];
     }
     if (!any) break;
   }
   FG_KQ_GROUPS_LOOP for (int g = 0; g < G; g++) {
-    for (int i = 0; i < N; i++) lt[i][g] = FG_KQ_SEL(small[g], vlo, lt[i][g]);
-    sumlx[g] = FG_KQ_SEL(small[g], zero, sumlx[g] / suml2[g]);
+    for (int i = 0; i < N; i++) lt[i][g] = FG_QV_SEL(small[g], vlo, lt[i][g]);
+    sumlx[g] = FG_QV_SEL(small[g], zero, sumlx[g] / suml2[g]);
   }
   fg_kq_lanes_store(sumlx, G, scale_out);
 }
@@ -437,10 +420,10 @@ void fg_qenc_q2_K(const float *restrict x, uint8_t *restrict y) {
   uint8_t L[256], *scales = y, *qs = y + 16;
   float mins[16], sc[16], code_iscale[16], code_min[16];
   float max_scale = 0, max_min = 0;
-  fg_kqf xv[16][FG_KQ_GROUPS], wv[16][FG_KQ_GROUPS];
+  fg_qvf xv[16][FG_KQ_GROUPS], wv[16][FG_KQ_GROUPS];
   fg_kq_lanes_load(x, 4, 16, xv);
   for (int i = 0; i < 16; i++)
-    for (int g = 0; g < 4; g++) wv[i][g] = FG_KQ_ABS(xv[i][g]);
+    for (int g = 0; g < 4; g++) wv[i][g] = FG_QV_ABS(xv[i][g]);
   const int lanes = fg_qkx2_lanes(4, 16, 3, xv, wv, -0.5f, 0.1f, 15, 1, sc, mins, code_iscale, code_min);
   if (!lanes) {
     uint8_t Laux[16];
@@ -491,7 +474,7 @@ void fg_qenc_q3_K(const float *restrict x, uint8_t *restrict y) {
   float sc[16];
   uint8_t *hmask = y, *qs = y + 32, *scales = y + 96;
   float max_scale = 0, amax = 0;
-  fg_kqf xv[16][FG_KQ_GROUPS], lt[16][FG_KQ_GROUPS];
+  fg_qvf xv[16][FG_KQ_GROUPS], lt[16][FG_KQ_GROUPS];
   fg_kq_lanes_load(x, 4, 16, xv);
   fg_q3_lanes(4, xv, lt, sc);
   for (int j = 0; j < 16; j++) {
@@ -550,10 +533,10 @@ static void fg_qenc_q45_K(const float *restrict x, uint8_t *restrict y, int nmax
   uint8_t *scales = y + 4;
   float mins[8], sc[8], av_x[8], code_iscale[8], code_min[8];
   float max_scale = 0, max_min = 0;
-  fg_kqf xv[32][FG_KQ_GROUPS], wv[32][FG_KQ_GROUPS];
+  fg_qvf xv[32][FG_KQ_GROUPS], wv[32][FG_KQ_GROUPS];
   fg_kq_lanes_load(x, 2, 32, xv);
   for (int g = 0; g < 2; g++) {
-    fg_kqf sum_x2 = {0};
+    fg_qvf sum_x2 = {0};
     for (int i = 0; i < 32; i++) sum_x2 += xv[i][g] * xv[i][g];
     for (int k = 0; k < FG_KQ_W; k++) av_x[FG_KQ_W * g + k] = sqrtf(sum_x2[k] / 32);
   }
@@ -642,7 +625,7 @@ void fg_qenc_q6_K(const float *restrict x, uint8_t *restrict y) {
   uint8_t *ql = y, *qh = y + 128;
   int8_t *scales = (int8_t *)(y + 192);
   float max_scale = 0, max_abs_scale = 0;
-  fg_kqf xv[16][FG_KQ_GROUPS];
+  fg_qvf xv[16][FG_KQ_GROUPS];
   fg_kq_lanes_load(x, 4, 16, xv);
   fg_qx_lanes(32, xv, sc, code_iscale);
   for (int ib = 0; ib < 16; ib++) {

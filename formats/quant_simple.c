@@ -90,7 +90,7 @@ static inline uint8_t fg_gather_bits8(const uint8_t *h) {
 }
 
 /* Shared tail of Q5_0 / Q5_1: low nibbles into qs, bit 4 into the LE u32 qh. */
-static void fg_pack_q5(const uint8_t *q, uint8_t *qh_out, uint8_t *qs) {
+static void fg_pack_q5(const uint8_t *restrict q, uint8_t *restrict qh_out, uint8_t *restrict qs) {
   uint8_t h[32];
   for (int j = 0; j < 16; j++) qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
   for (int j = 0; j < 32; j++) h[j] = (uint8_t)((q[j] >> 4) & 1);

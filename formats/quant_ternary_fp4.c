@@ -64,14 +64,17 @@ void fg_qenc_tq2_0(const float *restrict x, uint8_t *restrict y) {
  *  - code 8 (value 0) ties with code 0.
  * Hence the answer is the first minimum over codes 0..7 for |x|, plus 8 when x < 0 and the code
  * is not 0. The search runs over the elements for each code, so it vectorises. */
-static void fg_best_fp4_n(const float *x, float e, int n, uint8_t *q) {
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* n a constant: GCC -O2 then vectorises the element loop */
+#endif
+static inline void fg_best_fp4_n(const float *restrict x, float e, int n, uint8_t *restrict q) {
   float v[8];
   for (int i = 0; i < 8; i++) v[i] = fg_e2m1x2_value(i) * e;
   for (int j = 0; j < n; j++) {
     /* the errors are non-negative and not NaN, so their bits order like their values */
     const float a = fabsf(x[j]);
     int32_t best_err = (int32_t)fg_f32_bits(fabsf(v[0] - a)), best = 0;
-    for (int i = 1; i < 8; i++) {
+    _Pragma("GCC unroll 8") for (int i = 1; i < 8; i++) {
       const int32_t err = (int32_t)(fg_f32_bits(v[i] - a) & 0x7fffffffu);
       const int32_t lt = -(int32_t)(err < best_err);
       best_err = (err & lt) | (best_err & ~lt);
