@@ -9,9 +9,10 @@
 
 struct fg_export_plan {
   const fg_ckpt *src;
-  fg_export_options opt;
+  fg_export_options opt;     /* tensor_types is not kept (borrowed for creation only) */
   size_t n;
-  fg_export_tensor *t;       /* parallel to the checkpoint's tensors */
+  fg_export_tensor *t;       /* in output order; t[i].src_index is the checkpoint's index */
+  bool mixture;              /* opt.dtype is a llama-quantize mixture */
 };
 
 /* Adds the safetensors checkpoint's metadata (config.json, __metadata__) to w. */

@@ -18,11 +18,23 @@ static bool any_block_output(const fg_export_plan *p) {
   return false;
 }
 
+/* A mixture writes what llama-quantize writes: the source's keys, then the quantization
+ * version and the file type moved to the end. */
+static const char *const fg_export_mixture_skip[] = {"split.no", "split.count", "split.tensors.count",
+                                                     "general.quantization_version", "general.file_type"};
+
 static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
   const fg_gguf_file *g = fg_ckpt_gguf(p->src);
   fg_status st;
   uint32_t ftype;
   const bool set_ftype = fg_export_plan_file_type(p, &ftype);
+  if (g && p->mixture) {
+    if ((st = fg_gguf_writer_copy_all_kv(w, g, fg_export_mixture_skip, 5)) ||
+        (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2)) ||
+        (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype)))
+      return st;
+    return FG_OK;
+  }
   if (g) {
     if ((st = fg_gguf_writer_copy_all_kv(w, g, fg_export_split_keys, 3))) return st;
     /* set_u32 replaces in place, so a present key keeps its position (and gets UINT32). */
@@ -185,6 +197,7 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
                         fg_export_progress_fn progress, void *user) {
   if (!p || !out_path) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_run: NULL argument");
   fg_status st = fg_export_check_output(p->src, out_path);
+  if (!st) st = fg_export_plan_ready(p);
   if (st) return st;
   fg_gguf_writer *w = NULL;
   st = fg_gguf_writer_create(&w);
@@ -197,7 +210,7 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
   for (size_t i = 0; !st && i < p->n; i++) {
     const fg_export_tensor *t = &p->t[i];
     c.prog.tensor = t;
-    const fg_ckpt_tensor *s = fg_ckpt_tensor_at(p->src, i);
+    const fg_ckpt_tensor *s = fg_ckpt_tensor_at(p->src, t->src_index);
     st = t->action == FG_EXPORT_ACTION_COPY ? copy_tensor(&c, s) : transcode_tensor(&c, s, t);
     c.prog.tensors_done = i + 1;
     if (!st) st = report(&c, 0);

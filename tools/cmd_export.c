@@ -16,6 +16,7 @@
 #include "util_progress.h"
 #include "util_report.h"
 #include "util_signal.h"
+#include "util_tensor_types.h"
 #include "util_text.h"
 
 const char fg_cmd_export_summary[] = "write a GGUF model (or safetensors checkpoint) as GGUF, transcoding matrix weights";
@@ -23,13 +24,31 @@ const char fg_cmd_export_summary[] = "write a GGUF model (or safetensors checkpo
 static void usage(FILE *f) {
   fprintf(f,
           "usage: forgia export (--from-gguf IN | --from-safetensors FILE|DIR) --out OUT\n"
-          "                     [--dtype MODE] [--experts-dtype MODE] [--dry-run] [--chunk-mib N]\n\n"
-          "MODE: verbatim (default) | f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K\n"
-          "      q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 (names are case-insensitive)\n"
-          "  --dtype          target of matrix weights (2+ dims, name ending .weight, no 'norm');\n"
-          "                   other tensors, and rows that are not whole blocks, keep their type.\n"
+          "                     [--dtype MODE] [--experts-dtype TYPE] [--dry-run] [--chunk-mib N]\n"
+          "                     [--pure] [--allow-requantize] [--leave-output-tensor]\n"
+          "                     [--output-tensor-type TYPE] [--token-embedding-type TYPE]\n"
+          "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE]\n\n"
+          "MODE: verbatim (default); a single TYPE as ggml spells it: f32 f16 bf16 q8_0 q4_0 q4_1\n"
+          "      q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0;\n"
+          "      or a llama-quantize mixture (any case): Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S\n"
+          "      Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE\n"
+          "      IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M IQ1_S IQ1_M F16 BF16 F32\n"
+          "      (Q3_K, Q4_K, Q5_K: the _M mixtures; MXFP4: MXFP4_MOE)\n"
+          "  --dtype          a single type: matrix weights (2+ dims, name ending .weight, no 'norm')\n"
+          "                   take it; a mixture: the tensors llama-quantize quantizes take the types\n"
+          "                   it chooses for the model's architecture, in its tensor order.\n"
+          "                   Rows that are not whole blocks take llama.cpp's fallback (q4_K -> q5_0,\n"
+          "                   q6_K -> q8_0, ..., else f16); --dry-run shows each and why.\n"
           "                   A quantized source refuses a quantized target (no chain requantization).\n"
           "  --experts-dtype  target of *_exps.weight tensors; may requantize a quantized source\n"
+          "  --pure           with a mixture: its default type for every tensor it quantizes\n"
+          "  --allow-requantize  decode a quantized source and encode it again\n"
+          "  --leave-output-tensor  with a mixture: output.weight keeps its type\n"
+          "  --output-tensor-type TYPE, --token-embedding-type TYPE\n"
+          "                   the type of output.weight / token_embd.weight\n"
+          "  --tensor-type PATTERN=TYPE  tensors whose name the regex finds take TYPE (the first\n"
+          "                   matching rule wins; PATTERN is lower-cased, as llama-quantize does)\n"
+          "  --tensor-type-file FILE  one PATTERN=TYPE per line\n"
           "  --dry-run        print the per-tensor plan and write nothing\n"
           "  --chunk-mib N    f32 working buffer per step (default 64)\n"
           "  --adapters DIR_OR_FILE --alpha F\n"
@@ -100,7 +119,17 @@ static void print_plan(const fg_export_plan *p) {
     fg_cli_puts_escaped(stdout, t->name, (int)wname);
     printf("  %-*s  %-18s  %12" PRIu64 " -> %-12" PRIu64 "  %s", (int)wshape, shape, dt, t->src_bytes, t->dst_bytes,
            fg_export_action_name(t->action));
-    if (t->action == FG_EXPORT_ACTION_COPY) printf(" (%s)", fg_export_why_name(t->why));
+    if (t->action == FG_EXPORT_ACTION_COPY && t->why != FG_EXPORT_WHY_TARGET) {
+      printf(" (%s)", fg_export_why_name(t->why));
+    } else if (t->why == FG_EXPORT_WHY_FALLBACK) {
+      printf(" (fallback: %" PRIu64 " elements per row are not whole %u-element blocks of %s)", t->ne[0],
+             fg_dtype_info(t->wanted)->block_elems, fg_dtype_name(t->wanted));
+    } else if (t->why == FG_EXPORT_WHY_RULE && t->rule) {
+      printf(" (%s)", t->rule);
+    } else if (t->why == FG_EXPORT_WHY_OVERRIDE) {
+      printf(" (override)");
+    }
+    if (t->needs_imatrix) printf(" [needs an importance matrix]");
     printf("\n");
   }
 }
@@ -113,7 +142,12 @@ static void print_totals(const fg_export_plan *p, const char *verb) {
   printf("%s %zu tensors, %zu change type, %s -> %s (%" PRIu64 " -> %" PRIu64 " bytes)", verb,
          fg_export_plan_count(p), fg_export_plan_changed(p), fg_cli_human_bytes(a, sa, sizeof sa),
          fg_cli_human_bytes(b, sb, sizeof sb), a, b);
-  if (fg_export_plan_file_type(p, &ft)) printf(", general.file_type = %" PRIu32, ft);
+  if (fg_export_plan_file_type(p, &ft)) {
+    const char *mix = fg_export_mixture_name(ft);
+    printf(", general.file_type = %" PRIu32, ft);
+    if (mix) printf(" (%s)", mix);
+  }
+  if (fg_export_plan_fallbacks(p)) printf(", %zu fallbacks", fg_export_plan_fallbacks(p));
   printf("\n");
 }
 
@@ -187,24 +221,49 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   return rc;
 }
 
+static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const char *from_gguf,
+                       const char *from_st, const char *out, const char *dtype, const char *experts,
+                       const char *chunk, const char *adapters, const char *alpha, const char *out_type,
+                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output);
+
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
-  const char *chunk = NULL, *adapters = NULL, *alpha = NULL;
-  bool dry = false;
+  const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL;
+  bool dry = false, pure = false, requant = false, leave_output = false;
   const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
                              {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
                              {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
                              {"--dry-run", NULL, &dry},         {"--adapters", &adapters, NULL},
-                             {"--alpha", &alpha, NULL}};
+                             {"--alpha", &alpha, NULL},         {"--pure", NULL, &pure},
+                             {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
+                             {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL}};
   const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
   fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
+  fg_tensor_types_cli tt = {0};
   int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);
+  if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
   if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) {
     fg_ptqtp_cli_free(&ptqtp);
+    fg_tensor_types_cli_free(&tt);
     return rc;
   }
-  if (ptqtp.on) return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
+  if (ptqtp.on) {
+    fg_tensor_types_cli_free(&tt);
+    return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
+  }
+  rc = export_main(&spec, &tt, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha, out_type, embd_type,
+                   dry, pure, requant, leave_output);
+  fg_tensor_types_cli_free(&tt);
+  return rc;
+}
+
+static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const char *from_gguf,
+                       const char *from_st, const char *out, const char *dtype, const char *experts,
+                       const char *chunk, const char *adapters, const char *alpha, const char *out_type,
+                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output) {
+  const fg_cli_spec spec = *specp;
+  int rc;
   if (!from_gguf == !from_st)
     return fg_cli_usage_error(&spec, NULL, "give exactly one of --from-gguf and --from-safetensors");
   if (!out && !dry) return fg_cli_usage_error(&spec, "--out", "missing (or give --dry-run)");
@@ -212,6 +271,27 @@ int fg_cmd_export(int argc, char **argv) {
   /* the library's message names the bad target and lists the good ones */
   if (dtype && fg_export_target_parse(dtype, &opt.dtype)) return target_error(&spec, "--dtype");
   if (experts && fg_export_target_parse(experts, &opt.experts)) return target_error(&spec, "--experts-dtype");
+  if (experts && opt.experts.mode == FG_EXPORT_MODE_MIXTURE)
+    return fg_cli_usage_error(&spec, "--experts-dtype", "'%s' is a mixture; expected a single type (q4_K, ...)",
+                              experts);
+  const char *const tflags[2] = {"--output-tensor-type", "--token-embedding-type"};
+  const char *const tvals[2] = {out_type, embd_type};
+  fg_export_target *const tdst[2] = {&opt.output_type, &opt.token_embd_type};
+  for (int k = 0; k < 2; k++) {
+    if (!tvals[k]) continue;
+    fg_dtype t;
+    if (!fg_cli_ggml_type(tvals[k], &t))
+      return fg_cli_usage_error(&spec, tflags[k], "'%s' is not a ggml type (q4_K, q8_0, f16, ...)", tvals[k]);
+    *tdst[k] = (fg_export_target){FG_EXPORT_MODE_DTYPE, t, 0};
+  }
+  if ((pure || leave_output) && opt.dtype.mode != FG_EXPORT_MODE_MIXTURE)
+    return fg_cli_usage_error(&spec, pure ? "--pure" : "--leave-output-tensor",
+                              "only with a llama-quantize mixture as --dtype (Q4_K_M, ...)");
+  opt.pure = pure;
+  opt.allow_requantize = requant;
+  opt.leave_output = leave_output;
+  opt.tensor_types = tt->rules;
+  opt.n_tensor_types = tt->n;
   if (chunk) {
     char *end;
     errno = 0;
@@ -246,6 +326,7 @@ int fg_cmd_export(int argc, char **argv) {
   if (dry) {
     print_plan(plan);
     print_totals(plan, "plan:");
+    if (fg_export_plan_ready(plan)) printf("warning: the export would fail: %s\n", fg_last_error());
   } else {
     run_ctx ctx = {.last_done = 0};
     uint64_t total;

@@ -6,23 +6,48 @@
  * through the GGUF writer one at a time, so memory stays bounded by a working buffer
  * (options.chunk_bytes of f32 plus its encoding), not by the model.
  *
- * Policy (llama.cpp's convention):
- *   - Only matrix weights transcode: 2 or more dims, name ending ".weight", no "norm" in
- *     the name. Every other tensor keeps its type and bytes.
- *   - A row length (ne[0]) that is not a whole number of the target's blocks keeps the
- *     source type (no fallback to another quantization).
- *   - A tensor already of the target type is copied byte for byte.
- *   - A source already in a ggml block type refuses a block-type global target: that would
- *     requantize quantized values (FG_ERR_UNSUPPORTED naming the tensor). A float target
- *     (f32/f16/bf16) dequantizes it.
+ * Two kinds of target:
+ *   - A single type, named as ggml names it ("q4_K", "q8_0", "f16": "pure"). Policy:
+ *     only matrix weights transcode: 2 or more dims, name ending ".weight", no "norm" in
+ *     the name; every other tensor keeps its type and bytes.
+ *   - A llama-quantize mixture ("Q4_K_M", "IQ4_XS", "Q8_0", ...: fg_export_target_parse).
+ *     The tensors llama.cpp quantizes, in the types llama.cpp's quantizer chooses for the
+ *     model's architecture (its per-tensor rules for attn_v, attn_k, attn_q, attn_output,
+ *     ffn_down/gate/up, token_embd, output, expert stacks, the "more bits" layers and the
+ *     layer-count, GQA and expert-count conditions), from the GGUF metadata
+ *     general.architecture, <arch>.block_count, .attention.head_count(_kv), .expert_count.
+ *     The output lists the tensors in llama.cpp's order (layer, then name) and, for the
+ *     same source and options, has the same bytes as llama-quantize's file. options.pure
+ *     gives every such tensor the mixture's default type (llama-quantize's --pure). A
+ *     mixture needs a GGUF source (FG_ERR_UNSUPPORTED otherwise).
+ * For both kinds:
+ *   - A row length (ne[0]) that is not a whole number of the target's blocks takes
+ *     llama.cpp's fallback type (q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, q2_K/q3_K/tq*
+ *     -> q4_0, i-quants -> iq4_nl), and f16 when that does not divide it either
+ *     (FG_EXPORT_WHY_FALLBACK, the type first chosen in .wanted). q1_0 and nvfp4 have no
+ *     fallback: a mixture fails naming the tensor, as llama-quantize does, and a single
+ *     type leaves the tensor as it is (FG_EXPORT_WHY_ROW).
+ *   - options.output_type / token_embd_type / tensor_types override the choice for
+ *     output.weight, token_embd.weight (and per_layer_token_embd.weight) and tensors whose
+ *     name a pattern finds (PCRE2, the first pattern that matches), as llama-quantize's
+ *     --output-tensor-type, --token-embedding-type and --tensor-type do (FG_EXPORT_WHY_OVERRIDE).
+ *   - A tensor already of the chosen type is copied byte for byte.
+ *   - A source already in a ggml block type refuses a block-type target unless
+ *     options.allow_requantize: that would requantize quantized values (FG_ERR_UNSUPPORTED
+ *     naming the tensor). A float target (f32/f16/bf16) dequantizes it.
  *   - Tensors named "*_exps.weight" (MoE expert stacks) follow options.experts when it is
  *     set; that target may requantize a quantized source (decode to f32, encode again).
  *   - Integer and f64 tensors keep their type.
+ *   - A chosen type this build cannot encode, or one that llama.cpp quantizes only with an
+ *     importance matrix (iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq1_s, iq1_m, and Q2_K_S's q2_K)
+ *     when none is given, is planned and shown, and fg_export_plan_ready / fg_export_run
+ *     refuse it naming the tensor.
  * Metadata: a GGUF source's KVs are copied byte-verbatim in file order, except the split.*
- * keys (the output is one file). A global dtype target sets general.file_type (UINT32) to
+ * keys (the output is one file). A single-type target sets general.file_type (UINT32) to
  * the llama.cpp file-type code (in place when present), and when any tensor ends up in a
- * block type general.quantization_version (UINT32 2) is added if absent, as llama-quantize
- * does. A safetensors source contributes its config.json under "safetensors.config." and
+ * block type general.quantization_version (UINT32 2) is added if absent. A mixture does
+ * what llama-quantize does: general.quantization_version (2) and general.file_type (the
+ * mixture's code) are removed and appended, in that order, after the copied keys. A safetensors source contributes its config.json under "safetensors.config." and
  * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
  * row-major shapes become GGUF ne (reversed). Keys and strings are copied byte for byte (NUL
  * bytes included), config.json numbers take the wire type that holds them exactly (integers
@@ -55,27 +80,54 @@ typedef enum fg_export_mode {
   FG_EXPORT_MODE_UNSET = 0,   /* global: same as VERBATIM; experts: follow the global target */
   FG_EXPORT_MODE_VERBATIM,    /* keep the stored type */
   FG_EXPORT_MODE_DTYPE,       /* transcode eligible tensors to .dtype */
+  FG_EXPORT_MODE_MIXTURE,     /* llama-quantize's mixture .ftype, whose default type is .dtype */
 } fg_export_mode;
 
 typedef struct fg_export_target {
   fg_export_mode mode;
-  fg_dtype dtype;        /* with FG_EXPORT_MODE_DTYPE */
+  fg_dtype dtype;        /* with FG_EXPORT_MODE_DTYPE, and the mixture's default type */
+  uint32_t ftype;        /* with FG_EXPORT_MODE_MIXTURE: llama.cpp's file type (15 = Q4_K_M) */
 } fg_export_target;
 
-/* "verbatim", or one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K
- * tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 (ASCII case-insensitive). Types without a
- * llama.cpp file-type code or without an encoder in this build are FG_ERR_UNSUPPORTED. */
+/* "verbatim"; a ggml type name as ggml spells it, which is a single type: f32 f16 bf16 q8_0
+ * q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0
+ * q2_0; otherwise a llama-quantize mixture name, ASCII case-insensitive as llama-quantize
+ * takes it: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q1_0 Q2_0 Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L
+ * Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE IQ2_XXS IQ2_XS IQ2_S
+ * IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M IQ1_S IQ1_M, and its aliases Q3_K, Q4_K, Q5_K (the _M
+ * mixtures) and MXFP4; failing both, a single type named in another case ("Q4_k" is the
+ * Q4_K_M mixture, "Q8_1" is unknown). A single type without a llama.cpp file-type code or
+ * encoder in this build is FG_ERR_UNSUPPORTED; a mixture is accepted even when some of its
+ * types cannot be encoded here (the plan shows them; see fg_export_plan_ready). */
 FG_API fg_status fg_export_target_parse(const char *name, fg_export_target *out);
+
+/* llama-quantize's name of a mixture code ("Q4_K_M" for 15); NULL when none. */
+FG_API const char *fg_export_mixture_name(uint32_t ftype);
 
 /* llama.cpp's general.file_type for a uniform export to t (uniform K-quants report the _S
  * variants; q2_K reports MOSTLY_Q2_K, mxfp4 MOSTLY_MXFP4_MOE). FG_ERR_UNSUPPORTED when t
  * has none. */
 FG_API fg_status fg_export_file_type(fg_dtype t, uint32_t *code);
 
+/* One --tensor-type override: tensors whose name the PCRE2 pattern finds take dtype. */
+typedef struct fg_export_tensor_rule {
+  const char *pattern;       /* borrowed for the plan's creation only */
+  fg_dtype dtype;
+} fg_export_tensor_rule;
+
 typedef struct fg_export_options {
   fg_export_target dtype;    /* global target; zero (UNSET) keeps everything */
   fg_export_target experts;  /* *_exps.weight tensors; UNSET follows dtype */
   uint64_t chunk_bytes;      /* f32 working buffer per step; 0: 64 MiB. At least one row. */
+  /* llama-quantize's options; they apply to both kinds of target. */
+  bool pure;                 /* mixture: no per-tensor rules, the default type everywhere */
+  bool allow_requantize;     /* a quantized source may be decoded and encoded again */
+  bool leave_output;         /* mixture: output.weight keeps its type */
+  fg_export_target output_type;     /* FG_EXPORT_MODE_DTYPE: output.weight's type */
+  fg_export_target token_embd_type; /* FG_EXPORT_MODE_DTYPE: token_embd.weight's type */
+  const fg_export_tensor_rule *tensor_types; /* n_tensor_types overrides, borrowed for creation */
+  size_t n_tensor_types;
+  bool has_imatrix;          /* an importance matrix will weigh the encoders (mixture rules read it) */
 } fg_export_options;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -95,8 +147,12 @@ typedef enum fg_export_why {
   FG_EXPORT_WHY_NOT_WEIGHT,  /* name does not end with ".weight" */
   FG_EXPORT_WHY_NORM,        /* "norm" in the name */
   FG_EXPORT_WHY_SAME,        /* already the target type */
-  FG_EXPORT_WHY_ROW,         /* ne[0] not a whole number of the target's blocks */
+  FG_EXPORT_WHY_ROW,         /* ne[0] not whole blocks of a single type without a fallback (q1_0, nvfp4) */
   FG_EXPORT_WHY_SOURCE,      /* integer or f64 source */
+  FG_EXPORT_WHY_KEPT,        /* mixture: llama.cpp does not quantize this tensor */
+  FG_EXPORT_WHY_RULE,        /* mixture: a per-tensor rule chose the type (see .rule) */
+  FG_EXPORT_WHY_FALLBACK,    /* rows are not whole blocks of .wanted: llama.cpp's fallback */
+  FG_EXPORT_WHY_OVERRIDE,    /* output_type, token_embd_type, tensor_types or experts */
 } fg_export_why;
 
 /* Short words for messages: "copy", "convert", ... / "verbatim", "1-D", "norm", ... */
@@ -113,6 +169,10 @@ typedef struct fg_export_tensor {
   fg_export_action action;
   fg_export_why why;
   bool expert;               /* name ends with "_exps.weight" */
+  size_t src_index;          /* position in the checkpoint (fg_ckpt_tensor_at) */
+  fg_dtype wanted;           /* the type chosen before the row fallback (= dst_dtype without one) */
+  const char *rule;          /* FG_EXPORT_WHY_RULE: what the rule says (static); else NULL */
+  bool needs_imatrix;        /* llama.cpp quantizes dst_dtype here only with an importance matrix */
 } fg_export_tensor;
 
 typedef struct fg_export_plan fg_export_plan;
@@ -129,7 +189,14 @@ FG_API fg_status fg_export_plan_create(const fg_ckpt *src, const fg_export_optio
 FG_API void fg_export_plan_free(fg_export_plan *p); /* NULL-safe */
 
 FG_API size_t fg_export_plan_count(const fg_export_plan *p);
-FG_API const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i); /* NULL past the end */
+/* Tensor i in output order: the source's, or llama.cpp's for a mixture. NULL past the end. */
+FG_API const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i);
+/* Whether fg_export_run can write the plan: FG_ERR_UNSUPPORTED naming the first tensor whose
+ * type this build cannot encode, or that needs an importance matrix none was given for;
+ * FG_OK otherwise. */
+FG_API fg_status fg_export_plan_ready(const fg_export_plan *p);
+/* Tensors whose rows took llama.cpp's fallback type. */
+FG_API size_t fg_export_plan_fallbacks(const fg_export_plan *p);
 /* Sums of tensor bytes (without padding) before and after. */
 FG_API void fg_export_plan_totals(const fg_export_plan *p, uint64_t *src_bytes, uint64_t *dst_bytes);
 /* Tensors that change type. */

@@ -13,7 +13,7 @@ struct Planned {
   fg_status status;
   std::string error;
   std::map<std::string, fg_export_tensor> t;
-  size_t changed = 0;
+  size_t changed = 0, fallbacks = 0;
   bool has_ftype = false;
   uint32_t ftype = 0;
 };
@@ -30,6 +30,7 @@ Planned plan(const std::string &path, const fg_export_options &o) {
   if (r.status) r.error = fg_last_error();
   for (size_t i = 0; i < fg_export_plan_count(p); i++) r.t[fg_export_plan_tensor(p, i)->name] = *fg_export_plan_tensor(p, i);
   r.changed = fg_export_plan_changed(p);
+  r.fallbacks = fg_export_plan_fallbacks(p);
   r.has_ftype = fg_export_plan_file_type(p, &r.ftype);
   fg_export_plan_free(p);
   fg_ckpt_close(src);
@@ -86,15 +87,19 @@ TEST_F(ExportPolicy, Q8_0OnlyMatrixWeights) {
   EXPECT_EQ(r.t["blk.0.attn_norm.weight"].why, FG_EXPORT_WHY_NOT_MATRIX);
   EXPECT_EQ(r.t["blk.0.ffn_norm.weight"].why, FG_EXPORT_WHY_NORM);
   EXPECT_EQ(r.t["blk.0.attn_q.bias"].why, FG_EXPORT_WHY_NOT_WEIGHT);
-  EXPECT_EQ(r.t["blk.0.odder.weight"].why, FG_EXPORT_WHY_ROW);
+  // rows of 40 are not whole q8_0 blocks, and q8_0 has no smaller block: llama.cpp's f16
+  EXPECT_EQ(r.t["blk.0.odder.weight"].why, FG_EXPORT_WHY_FALLBACK);
+  EXPECT_EQ(r.t["blk.0.odder.weight"].wanted, FG_Q8_0);
+  EXPECT_EQ(r.t["blk.0.odder.weight"].dst_dtype, FG_F16);
+  EXPECT_EQ(r.t["blk.0.odder.weight"].action, FG_EXPORT_ACTION_CONVERT);
   EXPECT_EQ(r.t["blk.0.ids.weight"].why, FG_EXPORT_WHY_SOURCE);
   for (const char *kept : {"blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "blk.0.attn_q.bias",
-                           "blk.0.odder.weight", "blk.0.ids.weight"}) {
+                           "blk.0.ids.weight"}) {
     EXPECT_EQ(r.t[kept].action, FG_EXPORT_ACTION_COPY) << kept;
     EXPECT_EQ(r.t[kept].dst_dtype, r.t[kept].src_dtype) << kept;
     EXPECT_EQ(r.t[kept].dst_bytes, r.t[kept].src_bytes) << kept;
   }
-  EXPECT_EQ(r.changed, 4u);
+  EXPECT_EQ(r.changed, 5u);
 }
 
 TEST_F(ExportPolicy, KQuantNeeds256WideRows) {
@@ -102,8 +107,17 @@ TEST_F(ExportPolicy, KQuantNeeds256WideRows) {
   ASSERT_EQ(r.status, FG_OK) << r.error;
   EXPECT_EQ(r.ftype, 14u);  // uniform K-quants report the _S variant
   EXPECT_EQ(r.t["blk.0.attn_q.weight"].dst_dtype, FG_Q4_K);
-  EXPECT_EQ(r.t["blk.0.odd.weight"].why, FG_EXPORT_WHY_ROW);
-  EXPECT_EQ(r.t["blk.0.odd.weight"].dst_dtype, FG_F32);
+  // llama.cpp's fallback: rows of 96 take q5_0 (rows of 40, not whole 32-blocks either, f16)
+  EXPECT_EQ(r.t["blk.0.odd.weight"].why, FG_EXPORT_WHY_FALLBACK);
+  EXPECT_EQ(r.t["blk.0.odd.weight"].wanted, FG_Q4_K);
+  EXPECT_EQ(r.t["blk.0.odd.weight"].dst_dtype, FG_Q5_0);
+  EXPECT_EQ(r.t["blk.0.odder.weight"].dst_dtype, FG_F16);
+  EXPECT_EQ(r.fallbacks, 2u);
+  // q1_0 has no fallback: a single q1_0 target leaves such rows alone
+  Planned q1 = plan(path, fgx::opts("q1_0"));
+  ASSERT_EQ(q1.status, FG_OK) << q1.error;
+  EXPECT_EQ(q1.t["blk.0.odd.weight"].why, FG_EXPORT_WHY_ROW);
+  EXPECT_EQ(q1.t["blk.0.odd.weight"].dst_dtype, FG_F32);
 }
 
 TEST_F(ExportPolicy, SameTypeIsACopy) {
@@ -209,8 +223,24 @@ TEST(ExportTargets, ParseAndFileTypes) {
     EXPECT_EQ(t.dtype, c.t) << c.name;
   }
   fg_export_target t{};
-  ASSERT_EQ(fg_export_target_parse("Q4_k", &t), FG_OK);  // case-insensitive, as users type it
+  // ggml's own spelling is a single type; any other spelling is llama-quantize's name, in any
+  // case, as llama-quantize takes it: "Q4_k" is its alias of the Q4_K_M mixture
+  ASSERT_EQ(fg_export_target_parse("Q4_k", &t), FG_OK);
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_MIXTURE);
   EXPECT_EQ(t.dtype, FG_Q4_K);
+  EXPECT_EQ(t.ftype, 15u);
+  ASSERT_EQ(fg_export_target_parse("q5_k_m", &t), FG_OK);
+  EXPECT_EQ(t.ftype, 17u);
+  ASSERT_EQ(fg_export_target_parse("Q8_0", &t), FG_OK);
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_MIXTURE);
+  ASSERT_EQ(fg_export_target_parse("MXFP4", &t), FG_OK);
+  EXPECT_EQ(t.ftype, 38u);
+  EXPECT_STREQ(fg_export_mixture_name(38), "MXFP4_MOE");
+  ASSERT_EQ(fg_export_target_parse("IQ2_XXS", &t), FG_OK);  // planned even without its encoder
+  EXPECT_EQ(t.dtype, FG_IQ2_XXS);
+  ASSERT_EQ(fg_export_target_parse("q4_K", &t), FG_OK);
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_DTYPE);
+  EXPECT_EQ(fg_export_target_parse("Q4_K_X", &t), FG_ERR_UNSUPPORTED);
   ASSERT_EQ(fg_export_target_parse("verbatim", &t), FG_OK);
   EXPECT_EQ(t.mode, FG_EXPORT_MODE_VERBATIM);
   EXPECT_EQ(fg_export_target_parse("q8_1", &t), FG_ERR_UNSUPPORTED);  // no llama.cpp file type
