@@ -7,23 +7,35 @@
 #include "formats/quant_weighted_internal.h"
 #include "forgia/elem/quant_iq4.h"
 
+/* The table as floats, filled once per call from elem/quant_iq4.h (its accessor rebuilds
+ * the table on every call, which the searches would pay per element and trial). */
+typedef struct fg_qw_iq4v {
+  float v[16];
+} fg_qw_iq4v;
+
+static fg_qw_iq4v fg_qw_iq4_table(void) {
+  fg_qw_iq4v t;
+  for (int i = 0; i < 16; i++) t.v[i] = (float)fg_iq4nl_value(i);
+  return t;
+}
+
 /* Nearest entry of the non-linear table by bisection, the upper one winning ties; NaN falls
  * through every compare and lands on the last entry, as in ggml's best_index_int8. */
-static int fg_qw_iq4_index(float x) {
-  if (x <= (float)fg_iq4nl_value(0)) return 0;
-  if (x >= (float)fg_iq4nl_value(15)) return 15;
+static inline int fg_qw_iq4_index(const float *v, float x) {
+  if (x <= v[0]) return 0;
+  if (x >= v[15]) return 15;
   int lo = 0, hi = 15;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (x < (float)fg_iq4nl_value(mid)) hi = mid;
+    if (x < v[mid]) hi = mid;
     else lo = mid;
   }
-  return x - (float)fg_iq4nl_value(hi - 1) < (float)fg_iq4nl_value(hi) - x ? hi - 1 : hi;
+  return x - v[hi - 1] < v[hi] - x ? hi - 1 : hi;
 }
 
 /* Scale of one 32-element sub-block with weights w (0 for an all-zero sub-block): the first
  * guess -max/-127 refined by least squares, then 15 trial inverse scales (ntry 7). */
-static float fg_qw_iq4_fit(const float *xb, const float *w) {
+static float fg_qw_iq4_fit(const float *v, const float *xb, const float *w) {
   float amax = 0, max = 0;
   for (int j = 0; j < 32; j++) {
     const float ax = fabsf(xb[j]);
@@ -33,12 +45,11 @@ static float fg_qw_iq4_fit(const float *xb, const float *w) {
     }
   }
   if (amax < FG_QW_GROUP_MAX_EPS) return 0.0f;
-  const float v0 = (float)fg_iq4nl_value(0);
-  float d = -max / v0;
+  float d = -max / v[0];
   float id = 1 / d;
   float sumqx = 0, sumq2 = 0;
   for (int j = 0; j < 32; j++) {
-    const float q = (float)fg_iq4nl_value(fg_qw_iq4_index(id * xb[j]));
+    const float q = v[fg_qw_iq4_index(v, id * xb[j])];
     sumqx += w[j] * q * xb[j];
     sumq2 += w[j] * q * q;
   }
@@ -48,7 +59,7 @@ static float fg_qw_iq4_fit(const float *xb, const float *w) {
     id = (float)(itry + fg_iq4nl_value(0)) / max;
     sumqx = sumq2 = 0;
     for (int j = 0; j < 32; j++) {
-      const float q = (float)fg_iq4nl_value(fg_qw_iq4_index(id * xb[j]));
+      const float q = v[fg_qw_iq4_index(v, id * xb[j])];
       sumqx += w[j] * q * xb[j];
       sumq2 += w[j] * q * q;
     }
@@ -77,20 +88,22 @@ static void fg_qw_pack_iq4(const uint8_t *L, uint8_t *q4, int nsub) {
 }
 
 void fg_qwenc_iq4_nl(const float *x, const float *qw, uint8_t *y, int64_t n) {
+  const fg_qw_iq4v t = fg_qw_iq4_table();
   float w[32];
   uint8_t L[32];
   for (int64_t ib = 0; ib < n / 32; ib++, x += 32, qw += 32, y += 18) {
     fg_qw_iq4_weights(x, qw, fg_qw_sigma2(x, 32), w);
-    const float d = fg_qw_iq4_fit(x, w);
+    const float d = fg_qw_iq4_fit(t.v, x, w);
     fg_st_le16(y, fg_f32_to_f16(d));
     /* the codes against the final f32 scale, not the stored f16 one */
     const float id = d != 0.0f ? 1 / d : 0;
-    for (int j = 0; j < 32; j++) L[j] = (uint8_t)fg_qw_iq4_index(id * x[j]);
+    for (int j = 0; j < 32; j++) L[j] = (uint8_t)fg_qw_iq4_index(t.v, id * x[j]);
     fg_qw_pack_iq4(L, y + 2, 1);
   }
 }
 
 void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
+  const fg_qw_iq4v t = fg_qw_iq4_table();
   float w[32], scales[8];
   uint8_t L[256];
   for (int64_t ibl = 0; ibl < n / 256; ibl++, x += 256, qw += 256, y += 136) {
@@ -98,7 +111,7 @@ void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
     float max_scale = 0, amax_scale = 0;
     for (int ib = 0; ib < 8; ib++) {
       fg_qw_iq4_weights(x + 32 * ib, qw + 32 * ib, sigma2, w);
-      scales[ib] = fg_qw_iq4_fit(x + 32 * ib, w);
+      scales[ib] = fg_qw_iq4_fit(t.v, x + 32 * ib, w);
       const float a = fabsf(scales[ib]);
       if (a > amax_scale) {
         amax_scale = a;
@@ -115,7 +128,7 @@ void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
       int l = fg_qw_clampi(fg_nearest_int(id * scales[ib]), -32, 31);
       const float dl = d * l;
       const float idl = dl != 0.0f ? 1 / dl : 0.f;
-      for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)fg_qw_iq4_index(idl * x[32 * ib + j]);
+      for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)fg_qw_iq4_index(t.v, idl * x[32 * ib + j]);
       l += 32;
       const uint8_t l_l = (uint8_t)(l & 0xf), l_h = (uint8_t)(l >> 4);
       if (ib % 2 == 0) scales_l[ib / 2] = l_l;

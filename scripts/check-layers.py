@@ -24,6 +24,7 @@ PUBLIC = {
     "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "comm.h": "device",
     "mapping.h": "host", "load.h": "host",
     "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
+    "imatrix.h": "formats", "quant_weighted.h": "formats",
     "ckpt.h": "formats", "ptqtp.h": "formats", "export_ptqtp.h": "formats", "export_merge.h": "formats", "optim_frame.h": "formats",
     "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",
     "tensor_ckpt.h": "training", "optim.h": "training", "optimset.h": "training",

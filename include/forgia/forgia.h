@@ -51,6 +51,8 @@
 #include "forgia/ckpt_dir.h"
 #include "forgia/optim_frame.h"
 #include "forgia/quant.h"
+#include "forgia/quant_weighted.h"
+#include "forgia/imatrix.h"
 #include "forgia/export.h"
 #include "forgia/ptqtp.h"
 #include "forgia/export_ptqtp.h"
