@@ -7,7 +7,8 @@
 #
 # OUT_DIR defaults to ${TMPDIR:-/tmp}/forgia-ggml-peer. LLAMA_CPP_DIR is llama.cpp's source
 # tree (the one holding ggml/); without it the llama-cpp-python 0.3.36 source distribution,
-# which vendors llama.cpp, is downloaded with pip into OUT_DIR/sdist and unpacked there.
+# which vendors llama.cpp, is downloaded with pip into OUT_DIR/sdist (checked against its
+# sha256) and its ggml/ folder unpacked there.
 # The flags are forgia's library flags (cmake/flags.cmake: gcc, -O3 in its default
 # RelWithDebInfo build, -ffp-contract=off, -fno-math-errno, no -march), so the comparison is
 # the same compiler and options on the same machine; GGML_PEER_OPT overrides -O3.
@@ -17,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${TMPDIR:-/tmp}/forgia-ggml-peer}
 src=${2:-}
 sdist_version=0.3.36
+sdist_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 case "$out/" in
@@ -33,7 +35,11 @@ if [ -z "$src" ]; then
         -d "$out/sdist" >&2
       tarball="$out/sdist/llama_cpp_python-$sdist_version.tar.gz"
     fi
-    tar -xzf "$tarball" -C "$out/sdist"
+    echo "$sdist_sha256  $tarball" | sha256sum -c --quiet - >&2 || {
+      echo "build_ggml.sh: $tarball is not the pinned llama-cpp-python $sdist_version sdist" >&2
+      exit 2
+    }
+    tar -xzf "$tarball" -C "$out/sdist" "llama_cpp_python-$sdist_version/vendor/llama.cpp/ggml"
   fi
 fi
 g="$src/ggml"
