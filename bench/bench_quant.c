@@ -81,22 +81,23 @@ typedef struct {
   double mbs;
 } ggml_fig;
 
-static int run_ggml(const char *peer, const char *rows_path, const char *dir, const fg_bench *b, ggml_fig *out,
-                    int cap) {
+/* Runs the peer on one type (just before forgia's timings of it, so that both are measured under
+ * the same machine load); appends its figures to out[*n..cap). */
+static void run_ggml(const char *peer, const char *rows_path, const char *dir, const fg_bench *b, const char *type,
+                     ggml_fig *out, int *n, int cap) {
   char exe[4096], cmd[8192];
   struct stat st;
   if (stat(peer, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(exe, sizeof exe, "%s/ggml_quant_peer", peer);
   else snprintf(exe, sizeof exe, "%s", peer);
-  snprintf(cmd, sizeof cmd, "'%s' '%s' %d %d %d '%s'", exe, rows_path, ROW, b->reps, b->warmup, dir);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %d %d %d '%s' '%s'", exe, rows_path, ROW, b->reps, b->warmup, dir, type);
   FILE *f = popen(cmd, "r");
-  if (!f) return 0;
-  int n = 0;
+  if (!f) return;
   char line[256];
-  while (n < cap && fgets(line, sizeof line, f)) {
-    if (sscanf(line, "%7s %15s %d %lf", out[n].op, out[n].type, &out[n].threads, &out[n].mbs) == 4) n++;
+  while (*n < cap && fgets(line, sizeof line, f)) {
+    ggml_fig *g = &out[*n];
+    if (sscanf(line, "%7s %15s %d %lf", g->op, g->type, &g->threads, &g->mbs) == 4) (*n)++;
   }
-  if (pclose(f) != 0) fprintf(stderr, "quant: %s failed; its figures so far are used\n", exe);
-  return n;
+  if (pclose(f) != 0) fprintf(stderr, "quant: %s failed on %s\n", exe, type);
 }
 
 static double ggml_lookup(const ggml_fig *p, int n, const char *op, const char *type, int threads) {
@@ -176,21 +177,18 @@ int main(int argc, char **argv) {
   peer_fig peer[128];
   ggml_fig gfig[256];
   int npeer = 0, nggml = 0;
-  char gdir[] = "/tmp/forgia_bench_quant_ggml_XXXXXX";
+  char gdir[] = "/tmp/forgia_bench_quant_ggml_XXXXXX", rows_path[] = "/tmp/forgia_bench_quant_XXXXXX";
+  bool have_rows = false, have_gdir = false;
   if (python || ggml) {
-    char path[] = "/tmp/forgia_bench_quant_XXXXXX";
-    int fd = mkstemp(path);
+    int fd = mkstemp(rows_path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (f && fwrite(x, 4, n, f) == n) {
-      fclose(f);
-      if (python) npeer = run_peer(python, path, b.reps, peer, 128);
-      if (ggml && mkdtemp(gdir)) nggml = run_ggml(ggml, path, gdir, &b, gfig, 256);
-    } else if (f) {
-      fclose(f);
+    if (f) {
+      have_rows = fwrite(x, 4, n, f) == n;
+      if (fclose(f) != 0) have_rows = false;
     }
-    remove(path);
+    if (have_rows && python) npeer = run_peer(python, rows_path, b.reps, peer, 128);
     if (python && npeer == 0) fprintf(stderr, "quant: gguf-py peer gave no figures\n");
-    if (ggml && nggml == 0) fprintf(stderr, "quant: ggml peer %s gave no figures\n", ggml);
+    have_gdir = have_rows && ggml && mkdtemp(gdir) != NULL;
   }
 
   /* the grid i-quants come last: forgia decodes them only, so they need ggml's bytes */
@@ -211,8 +209,9 @@ int main(int argc, char **argv) {
     q_ctx c = {types[k], x, y, q, (size_t)qb, nrows};
     const char *nm = fg_dtype_name(types[k]);
     const bool enc = fg_quant_can_encode(types[k]);
-    uint8_t *gq = nggml > 0 ? read_exact(gdir, nm, "q", (size_t)qb) : NULL;
-    float *gy = nggml > 0 ? read_exact(gdir, nm, "f32", n * 4) : NULL;
+    if (have_gdir) run_ggml(ggml, rows_path, gdir, &b, nm, gfig, &nggml, 256);
+    uint8_t *gq = have_gdir ? read_exact(gdir, nm, "q", (size_t)qb) : NULL;
+    float *gy = have_gdir ? read_exact(gdir, nm, "f32", n * 4) : NULL;
     if (!enc && !gq) continue;
     ggml_row *row = &grows[ngrows++];
     memset(row, 0, sizeof *row);
@@ -264,8 +263,10 @@ int main(int argc, char **argv) {
     free(gq);
     free(gy);
   }
+  if (ggml && nggml == 0) fprintf(stderr, "quant: ggml peer %s gave no figures\n", ggml);
   if (nggml > 0) print_ggml_table(grows, ngrows, mb);
-  if (ggml && gdir[strlen(gdir) - 1] != 'X') { /* the folder was made: remove what the peer wrote */
+  if (have_rows) remove(rows_path);
+  if (have_gdir) { /* remove what the peer wrote */
     char path[4096];
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
       snprintf(path, sizeof path, "%s/%s.q", gdir, fg_dtype_name(types[k]));

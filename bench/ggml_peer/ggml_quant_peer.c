@@ -2,9 +2,11 @@
  * bench_quant hands it, with 1 and 2 threads, and writes what they produced so that
  * bench_quant can compare forgia's bytes and floats with them (memcmp).
  *
- *   ggml_quant_peer ROWS.f32 ROW_LEN REPS WARMUP OUTDIR
+ *   ggml_quant_peer ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE]
  *
- * ROWS.f32 holds whole rows of ROW_LEN little-endian f32. For every type it prints
+ * ROWS.f32 holds whole rows of ROW_LEN little-endian f32. For every type (or only TYPE, a ggml
+ * type name: bench_quant asks for one type at a time, so that ggml's and forgia's timings of a
+ * type are taken seconds apart on a machine whose load changes) it prints
  *   encode TYPE THREADS MB/s     (MB of f32 input per second, median of REPS runs)
  *   decode TYPE THREADS MB/s     (MB of f32 output per second)
  * and writes OUTDIR/TYPE.q (ggml's bytes for the rows) and OUTDIR/TYPE.f32 (ggml's to_float of
@@ -138,13 +140,13 @@ static int write_file(const char *dir, const char *name, const char *ext, const 
 }
 
 int main(int argc, char **argv) {
-  if (argc != 6) {
-    fprintf(stderr, "usage: %s ROWS.f32 ROW_LEN REPS WARMUP OUTDIR\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    fprintf(stderr, "usage: %s ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE]\n", argv[0]);
     return 2;
   }
   const int64_t n = atoll(argv[2]);
   const int reps = atoi(argv[3]), warmup = atoi(argv[4]);
-  const char *outdir = argv[5];
+  const char *outdir = argv[5], *only = argc == 7 ? argv[6] : NULL;
   FILE *f = fopen(argv[1], "rb");
   if (!f || n <= 0 || n % 256 != 0 || reps < 1 || warmup < 0) {
     fprintf(stderr, "ggml_quant_peer: bad arguments (rows file %s, row length %s)\n", argv[1], argv[2]);
@@ -179,6 +181,7 @@ int main(int argc, char **argv) {
                      t == GGML_TYPE_IQ3_XXS || t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M;
     peer_ctx c = {t, x, q, y, grid ? ones : NULL, nrows, n, ggml_row_size(t, n)};
     const char *name = ggml_type_name(t);
+    if (only && strcmp(only, name) != 0) continue;
     if (grid) {
       run(&c, 1, 1);
     } else {
