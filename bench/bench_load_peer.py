@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Peer figure for bench_load: the Python safetensors package loading the same file into
-numpy (safetensors.numpy.load_file), timed like the harness (warm-up, median), printed as
-a JSON line with the ratio of forgia's CPU kept load to it when that figure is given.
+"""Peer figure for bench_load: the Python safetensors package loading the same f32 file into
+numpy (safetensors.numpy.load_file: a copy into owned arrays, like forgia's keep_copy case),
+timed like the harness (warm-up, median), printed as a JSON line with the ratio of forgia's
+1-thread and multi-thread kept-copy loads (fresh and recycled memory) to it when given.
 
   bench_load --keep-file /tmp/l.safetensors > forgia.jsonl
   python3 bench/bench_load_peer.py /tmp/l.safetensors forgia.jsonl
@@ -32,11 +33,11 @@ def main():
             for line in f:
                 if line.startswith("{"):
                     j = json.loads(line)
-                    ours[j["figure"]] = j["value"]
+                    ours["%s_t%d" % (j["figure"], j.get("threads", 0))] = j["value"]
     line = {"bench": "load_peer", "figure": "safetensors_numpy_load_file", "value": round(gbs, 4), "unit": "GB/s",
             "reps": reps}
-    for fig in ("cpu_load_keep", "cpu_load_keep_copy", "cpu_load_f32"):
-        if fig in ours:
+    for fig in sorted(ours):
+        if fig.startswith("cpu_load_keep_copy_"):
             line["forgia_" + fig] = ours[fig]
             line["ratio_" + fig] = round(ours[fig] / gbs, 3)
     print(json.dumps(line))
