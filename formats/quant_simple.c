@@ -15,7 +15,7 @@ void fg_qenc_q4_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
-  if (id < INFINITY) { /* |x * id| <= 8: x * id + 8.5 converts without overflow (codes 0..16) */
+  if (fabsf(id) < INFINITY) { /* |x * id| <= 8: x * id + 8.5 converts without overflow (codes 0..16) */
     for (int j = 0; j < 16; j++) {
       const int32_t a = (int32_t)(x[j] * id + 8.5f), b = (int32_t)(x[j + 16] * id + 8.5f);
       y[2 + j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
@@ -101,7 +101,7 @@ void fg_qenc_q5_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t q[32];
-  if (id < INFINITY) { /* |x * id| <= 16: plain conversions (codes 0..32) */
+  if (fabsf(id) < INFINITY) { /* |x * id| <= 16: plain conversions (codes 0..32) */
     for (int j = 0; j < 32; j++) {
       const int32_t v = (int32_t)(x[j] * id + 16.5f);
       q[j] = (uint8_t)(v < 31 ? v : 31);
