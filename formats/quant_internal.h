@@ -75,6 +75,16 @@ static inline int fg_qv_any(fg_qvi m) { return _mm_movemask_ps((__m128)m) != 0; 
 static inline int fg_qv_any(fg_qvi m) { return (m[0] | m[1] | m[2] | m[3]) != 0; }
 #endif
 
+/* Sixteen codes 0..255 in four int32 vectors to sixteen bytes (SSE2's saturating packs). */
+static inline void fg_qv_store_bytes16(const fg_qvi *v, uint8_t *out) {
+#if defined(__SSE2__)
+  const __m128i lo = _mm_packs_epi32((__m128i)v[0], (__m128i)v[1]), hi = _mm_packs_epi32((__m128i)v[2], (__m128i)v[3]);
+  _mm_storeu_si128((__m128i *)out, _mm_packus_epi16(lo, hi));
+#else
+  for (int k = 0; k < 16; k++) out[k] = (uint8_t)v[k / 4][k % 4];
+#endif
+}
+
 static inline fg_qvf fg_qv_load(const float *p) {
   fg_qvf v;
   memcpy(&v, p, sizeof v);

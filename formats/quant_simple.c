@@ -11,15 +11,26 @@ static inline uint8_t fg_cast_u8(float f) {
   return (uint8_t)(uint32_t)fg_cvtt_i32(f);
 }
 
+/* Q4_0 / Q4_1 codes MIN(15, (int)((x - min) * id + off)) where every value is in [0, 17)
+ * (so truncation is the conversion, and the clamp can come first, at 15.5), element j in the
+ * low nibble of byte j and j + 16 in the high one. Q4_0 passes min = 0: x - 0 is x. */
+static inline void fg_qv_nibbles(const float *restrict x, float min, float id, float off, uint8_t *restrict qs) {
+  const fg_qvf z = {0, 0, 0, 0}, top = z + 15.5f;
+  fg_qvi p[4];
+  for (int k = 0; k < 4; k++) {
+    const fg_qvf a = FG_QV_MIN((fg_qv_load(x + 4 * k) - min) * id + off, top);
+    const fg_qvf b = FG_QV_MIN((fg_qv_load(x + 16 + 4 * k) - min) * id + off, top);
+    p[k] = __builtin_convertvector(a, fg_qvi) | (__builtin_convertvector(b, fg_qvi) << 4);
+  }
+  fg_qv_store_bytes16(p, qs);
+}
+
 void fg_qenc_q4_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   fg_st_le16(y, fg_f32_to_f16(d));
-  if (fabsf(id) < INFINITY) { /* |x * id| <= 8: x * id + 8.5 converts without overflow (codes 0..16) */
-    for (int j = 0; j < 16; j++) {
-      const int32_t a = (int32_t)(x[j] * id + 8.5f), b = (int32_t)(x[j + 16] * id + 8.5f);
-      y[2 + j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
-    }
+  if (fabsf(id) < INFINITY) { /* 0 <= x * id + 8.5 <= 16.5: plain conversions */
+    fg_qv_nibbles(x, 0.0f, id, 8.5f, y + 2);
     return;
   }
   for (int j = 0; j < 16; j++) {
@@ -67,10 +78,7 @@ void fg_qenc_q4_1(const float *restrict x, uint8_t *restrict y) {
   fg_st_le16(y, fg_f32_to_f16(d));
   fg_st_le16(y + 2, fg_f32_to_f16(min));
   if (d < INFINITY && id < INFINITY) { /* 0 <= (x - min) * id <= 15: plain conversions */
-    for (int j = 0; j < 16; j++) {
-      const int32_t a = (int32_t)((x[j] - min) * id + 0.5f), b = (int32_t)((x[j + 16] - min) * id + 0.5f);
-      y[4 + j] = (uint8_t)((a < 15 ? a : 15) | ((b < 15 ? b : 15) << 4));
-    }
+    fg_qv_nibbles(x, min, id, 0.5f, y + 4);
     return;
   }
   for (int j = 0; j < 16; j++) {
