@@ -8,7 +8,9 @@
 
 #include "formats/export_internal.h"
 #include "formats/export_mixture_internal.h"
+#include "forgia/imatrix.h"
 #include "forgia/quant.h"
+#include "forgia/quant_weighted.h"
 
 /* Targets with their llama_ftype code (reference/gguf-and-quant.md section 4). Uniform
  * K-quant exports report the _S variants, as Fucina's exporter does; q2_K has a plain
@@ -236,6 +238,18 @@ static fg_status choose(fg_plan_ctx *c, fg_export_tensor *t, fg_export_target tg
   return FG_OK;
 }
 
+/* The tensor's importance-matrix entry, as llama-quantize picks it (see fg_export_options). */
+static fg_status find_weights(const fg_plan_ctx *c, fg_export_tensor *t) {
+  const int64_t experts = t->ndim >= 3 ? (int64_t)t->ne[2] : 1;
+  fg_status st = fg_imatrix_weights_for(c->opt->imatrix, t->name, (int64_t)t->ne[0], experts, &t->weights);
+  if (st == FG_ERR_NOT_FOUND || (st == FG_ERR_BAD_SHAPE && fg_mix_category(t->name) == FG_MIX_TOKEN_EMBD)) {
+    t->weights = NULL;
+    return FG_OK;
+  }
+  if (st) return fg_fail_prefix(st, "%s: importance matrix: ", c->path);
+  return FG_OK;
+}
+
 /* Decides one tensor. Returns an error only for a refused requantization, an expert type
  * that cannot be decoded, or a mixture rule that cannot place the tensor. */
 static fg_status decide(fg_plan_ctx *c, fg_export_tensor *t) {
@@ -281,7 +295,7 @@ static fg_status decide(fg_plan_ctx *c, fg_export_tensor *t) {
                    "transcoded to %s", path, t->name, fg_dtype_name(src), fg_dtype_name(dst));
   t->action = !quant_src ? FG_EXPORT_ACTION_CONVERT : quant_dst ? FG_EXPORT_ACTION_REQUANT : FG_EXPORT_ACTION_DEQUANT;
   t->needs_imatrix = c->mixture && fg_mix_requires_imatrix(t->name, dst, tg.ftype);
-  return FG_OK;
+  return quant_dst && opt->imatrix ? find_weights(c, t) : FG_OK;
 }
 
 /* llama.cpp's visiting order, for a mixture: layer, then name (names are unique). */
@@ -359,7 +373,7 @@ static fg_status mixture_init(fg_plan_ctx *c, const fg_export_plan *p) {
   fg_mix_state *s = &c->state;
   s->m = &c->model;
   s->ftype = c->opt->dtype.ftype;
-  s->has_imatrix = c->opt->has_imatrix;
+  s->has_imatrix = c->opt->imatrix != NULL;
   s->tied = true;
   s->output_set = c->opt->output_type.mode == FG_EXPORT_MODE_DTYPE;
   s->output_type = c->opt->output_type.dtype;
@@ -500,14 +514,16 @@ fg_status fg_export_plan_ready(const fg_export_plan *p) {
   for (size_t i = 0; i < p->n; i++) {
     const fg_export_tensor *t = &p->t[i];
     if (t->action == FG_EXPORT_ACTION_COPY || t->action == FG_EXPORT_ACTION_DEQUANT) continue;
-    if (!fg_quant_can_encode(t->dst_dtype))
+    if ((t->needs_imatrix || fg_quant_needs_weights(t->dst_dtype)) && !t->weights)
+      return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s': %s in this mixture needs an importance matrix "
+                     "(--imatrix FILE)%s, as llama-quantize requires", fg_ckpt_path(p->src), t->name,
+                     fg_dtype_name(t->dst_dtype), p->opt.imatrix ? " with an entry for it" : "");
+    const fg_dtype d = t->dst_dtype;
+    const bool weighted = fg_quant_can_encode_weighted(d) && (t->weights || !fg_quant_needs_weights(d));
+    if (!(t->weights ? weighted : fg_quant_can_encode(d) || weighted))
       return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s': this build has no %s encoder (the plan chose %s for "
                      "it; override it with a tensor-type rule)", fg_ckpt_path(p->src), t->name,
                      fg_dtype_name(t->dst_dtype), fg_dtype_name(t->dst_dtype));
-    if (t->needs_imatrix && !p->opt.has_imatrix)
-      return fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s': %s in this mixture needs an importance matrix "
-                     "(--imatrix FILE), as llama-quantize requires", fg_ckpt_path(p->src), t->name,
-                     fg_dtype_name(t->dst_dtype));
   }
   return FG_OK;
 }

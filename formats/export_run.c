@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "formats/export_internal.h"
+#include "forgia/imatrix.h"
 #include "forgia/quant.h"
+#include "forgia/quant_weighted.h"
 
 /* The output is one file: split bookkeeping of a split source would make loaders look for
  * parts that do not exist. */
@@ -20,8 +22,25 @@ static bool any_block_output(const fg_export_plan *p) {
 
 /* A mixture writes what llama-quantize writes: the source's keys, then the quantization
  * version and the file type moved to the end. */
-static const char *const fg_export_mixture_skip[] = {"split.no", "split.count", "split.tensors.count",
-                                                     "general.quantization_version", "general.file_type"};
+static const char *const fg_export_mixture_skip[] = {
+  "split.no", "split.count", "split.tensors.count", "general.quantization_version", "general.file_type",
+  "quantize.imatrix.file", "quantize.imatrix.dataset", "quantize.imatrix.entries_count",
+  "quantize.imatrix.chunks_count"};
+
+/* llama-quantize's record of the importance matrix: strings cut at 127 bytes, counts UINT32. */
+static fg_status imatrix_keys(const fg_export_plan *p, fg_gguf_writer *w) {
+  const fg_imatrix *m = p->opt.imatrix;
+  const char *label = p->opt.imatrix_label ? p->opt.imatrix_label : "imatrix";
+  fg_status st = fg_gguf_writer_set_str(w, "quantize.imatrix.file", label, strlen(label) > 127 ? 127 : strlen(label));
+  if (!st && fg_imatrix_dataset_count(m)) {
+    const char *d = fg_imatrix_dataset(m, 0);
+    st = fg_gguf_writer_set_str(w, "quantize.imatrix.dataset", d, strlen(d) > 127 ? 127 : strlen(d));
+  }
+  if (!st) st = fg_gguf_writer_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)fg_imatrix_count(m));
+  const int64_t chunks = fg_imatrix_chunk_count(m);
+  if (!st && chunks > 0) st = fg_gguf_writer_set_u32(w, "quantize.imatrix.chunks_count", (uint32_t)chunks);
+  return st;
+}
 
 static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
   const fg_gguf_file *g = fg_ckpt_gguf(p->src);
@@ -29,11 +48,21 @@ static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
   uint32_t ftype;
   const bool set_ftype = fg_export_plan_file_type(p, &ftype);
   if (g && p->mixture) {
-    if ((st = fg_gguf_writer_copy_all_kv(w, g, fg_export_mixture_skip, 5)) ||
+    /* the keys written below move to the end, as gguf_set_val does (remove, then append) */
+    const char *skip[9];
+    size_t n_skip = 0;
+    for (size_t i = 0; i < 5; i++) skip[n_skip++] = fg_export_mixture_skip[i];
+    if (p->opt.imatrix) {
+      skip[n_skip++] = fg_export_mixture_skip[5];
+      if (fg_imatrix_dataset_count(p->opt.imatrix)) skip[n_skip++] = fg_export_mixture_skip[6];
+      skip[n_skip++] = fg_export_mixture_skip[7];
+      if (fg_imatrix_chunk_count(p->opt.imatrix) > 0) skip[n_skip++] = fg_export_mixture_skip[8];
+    }
+    if ((st = fg_gguf_writer_copy_all_kv(w, g, skip, n_skip)) ||
         (st = fg_gguf_writer_set_u32(w, "general.quantization_version", 2)) ||
         (st = fg_gguf_writer_set_u32(w, "general.file_type", ftype)))
       return st;
-    return FG_OK;
+    return p->opt.imatrix ? imatrix_keys(p, w) : FG_OK;
   }
   if (g) {
     if ((st = fg_gguf_writer_copy_all_kv(w, g, fg_export_split_keys, 3))) return st;
@@ -149,6 +178,29 @@ static fg_status decode_rows(fg_export_cursor *c, const fg_ckpt_tensor *s, const
   return FG_OK;
 }
 
+/* Encodes rows [r, r+k) of t; with importance weights, each expert's rows (ne[1] of them)
+ * take that expert's slice, so a chunk is cut at expert boundaries. */
+static fg_status encode_rows(const fg_export_tensor *t, const float *x, uint64_t r, uint64_t k, uint8_t *out,
+                             uint64_t dst_row) {
+  const uint64_t n = t->ne[0];
+  if (!t->weights) /* the grid i-quants encode only through the weighted entry, which also runs without */
+    return fg_quant_can_encode(t->dst_dtype)
+               ? fg_quant_encode_rows(t->dst_dtype, x, (int64_t)k, (int64_t)n, out, (size_t)(k * dst_row))
+               : fg_quant_encode_rows_weighted(t->dst_dtype, x, (int64_t)k, (int64_t)n, NULL, out,
+                                               (size_t)(k * dst_row));
+  const uint64_t per_expert = t->ne[1];
+  for (uint64_t i = 0; i < k;) {
+    const uint64_t row = r + i, e = row / per_expert;
+    uint64_t m = per_expert - row % per_expert;
+    if (m > k - i) m = k - i;
+    fg_status st = fg_quant_encode_rows_weighted(t->dst_dtype, x + i * n, (int64_t)m, (int64_t)n,
+                                                 t->weights + e * n, out + i * dst_row, (size_t)(m * dst_row));
+    if (st) return st;
+    i += m;
+  }
+  return FG_OK;
+}
+
 /* Decode a run of rows to f32, encode to the target, write; the chunk is as many whole rows
  * as fit in chunk_bytes of f32 (at least one). */
 static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, const fg_export_tensor *t) {
@@ -174,8 +226,8 @@ static fg_status transcode_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s, 
     if ((st = decode_rows(c, s, t, r, k, n, src_row))) return st;
     const void *outp = c->fbuf; /* an f32 target is the decoded chunk itself */
     if (t->dst_dtype != FG_F32) {
-      st = fg_quant_encode_rows(t->dst_dtype, c->fbuf, (int64_t)k, (int64_t)n, c->obuf, (size_t)(k * dst_row));
-      if (st) return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
+      if ((st = encode_rows(t, c->fbuf, r, k, c->obuf, dst_row)))
+        return fg_fail_prefix(st, "%s: tensor '%s' (chunk from row %" PRIu64 "): ", path, t->name, r);
       outp = c->obuf;
     }
     if ((st = fg_gguf_writer_write_data(c->w, outp, k * dst_row)) || (st = report(c, k * dst_row))) return st;

@@ -10,6 +10,7 @@
 
 #include "forgia/export.h"
 #include "forgia/export_merge.h"
+#include "forgia/imatrix.h"
 #include "util_args.h"
 #include "util_export_open.h"
 #include "util_ptqtp.h"
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
           "                     [--dtype MODE] [--experts-dtype TYPE] [--dry-run] [--chunk-mib N]\n"
           "                     [--pure] [--allow-requantize] [--leave-output-tensor]\n"
           "                     [--output-tensor-type TYPE] [--token-embedding-type TYPE]\n"
-          "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE]\n\n"
+          "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE] [--imatrix FILE]\n\n"
           "MODE: verbatim (default); a single TYPE as ggml spells it: f32 f16 bf16 q8_0 q4_0 q4_1\n"
           "      q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0;\n"
           "      or a llama-quantize mixture (any case): Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S\n"
@@ -49,6 +50,9 @@ static void usage(FILE *f) {
           "  --tensor-type PATTERN=TYPE  tensors whose name the regex finds take TYPE (the first\n"
           "                   matching rule wins; PATTERN is lower-cased, as llama-quantize does)\n"
           "  --tensor-type-file FILE  one PATTERN=TYPE per line\n"
+          "  --imatrix FILE   llama.cpp importance matrix (GGUF or legacy .dat): the encoders that\n"
+          "                   take weights use the tensor's entry (ggml's bytes); it enables the\n"
+          "                   i-quants that need one (IQ2_XXS, IQ2_XS, IQ1_S, Q2_K_S, ...)\n"
           "  --dry-run        print the per-tensor plan and write nothing\n"
           "  --chunk-mib N    f32 working buffer per step (default 64)\n"
           "  --adapters DIR_OR_FILE --alpha F\n"
@@ -129,7 +133,8 @@ static void print_plan(const fg_export_plan *p) {
     } else if (t->why == FG_EXPORT_WHY_OVERRIDE) {
       printf(" (override)");
     }
-    if (t->needs_imatrix) printf(" [needs an importance matrix]");
+    if (t->weights) printf(" [imatrix]");
+    else if (t->needs_imatrix) printf(" [needs an importance matrix]");
     printf("\n");
   }
 }
@@ -221,14 +226,15 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   return rc;
 }
 
-static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const char *from_gguf,
+static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const fg_imatrix *im,
+                       const char *im_path, const char *from_gguf,
                        const char *from_st, const char *out, const char *dtype, const char *experts,
                        const char *chunk, const char *adapters, const char *alpha, const char *out_type,
                        const char *embd_type, bool dry, bool pure, bool requant, bool leave_output);
 
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
-  const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL;
+  const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL, *imatrix = NULL;
   bool dry = false, pure = false, requant = false, leave_output = false;
   const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
                              {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
@@ -236,7 +242,8 @@ int fg_cmd_export(int argc, char **argv) {
                              {"--dry-run", NULL, &dry},         {"--adapters", &adapters, NULL},
                              {"--alpha", &alpha, NULL},         {"--pure", NULL, &pure},
                              {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
-                             {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL}};
+                             {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
+                             {"--imatrix", &imatrix, NULL}};
   const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
   fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
   fg_tensor_types_cli tt = {0};
@@ -252,13 +259,23 @@ int fg_cmd_export(int argc, char **argv) {
     fg_tensor_types_cli_free(&tt);
     return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
   }
-  rc = export_main(&spec, &tt, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha, out_type, embd_type,
-                   dry, pure, requant, leave_output);
+  fg_imatrix *im = NULL;
+  if (imatrix && (adapters || alpha)) {
+    rc = fg_cli_usage_error(&spec, "--imatrix", "not with --adapters");
+  } else if (imatrix && fg_imatrix_open(imatrix, &im)) {
+    fg_cli_report("export", imatrix);
+    rc = 1;
+  } else {
+    rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha,
+                     out_type, embd_type, dry, pure, requant, leave_output);
+  }
+  fg_imatrix_free(im);
   fg_tensor_types_cli_free(&tt);
   return rc;
 }
 
-static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const char *from_gguf,
+static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const fg_imatrix *im,
+                       const char *im_path, const char *from_gguf,
                        const char *from_st, const char *out, const char *dtype, const char *experts,
                        const char *chunk, const char *adapters, const char *alpha, const char *out_type,
                        const char *embd_type, bool dry, bool pure, bool requant, bool leave_output) {
@@ -292,6 +309,8 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
   opt.leave_output = leave_output;
   opt.tensor_types = tt->rules;
   opt.n_tensor_types = tt->n;
+  opt.imatrix = im;
+  opt.imatrix_label = im_path;
   if (chunk) {
     char *end;
     errno = 0;

@@ -127,7 +127,16 @@ typedef struct fg_export_options {
   fg_export_target token_embd_type; /* FG_EXPORT_MODE_DTYPE: token_embd.weight's type */
   const fg_export_tensor_rule *tensor_types; /* n_tensor_types overrides, borrowed for creation */
   size_t n_tensor_types;
-  bool has_imatrix;          /* an importance matrix will weigh the encoders (mixture rules read it) */
+  /* An importance matrix (forgia/imatrix.h), borrowed until the plan is freed: every encoder
+   * that takes weights gets the tensor's entry (ggml's bytes for the same matrix), and the
+   * mixture rules see that one is given, as llama-quantize's do. A tensor without an entry
+   * is encoded without weights; an entry of the wrong size is FG_ERR_BAD_SHAPE naming the
+   * tensor, except for token_embd.weight, encoded without (llama-quantize does the same).
+   * A mixture's output records the matrix as llama-quantize does: quantize.imatrix.file
+   * (imatrix_label, at most 127 bytes), .dataset (its first), .entries_count and
+   * .chunks_count (when above 0), appended after general.file_type. */
+  const struct fg_imatrix *imatrix;
+  const char *imatrix_label;  /* the file as the user named it; NULL: "imatrix" */
 } fg_export_options;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -173,6 +182,8 @@ typedef struct fg_export_tensor {
   fg_dtype wanted;           /* the type chosen before the row fallback (= dst_dtype without one) */
   const char *rule;          /* FG_EXPORT_WHY_RULE: what the rule says (static); else NULL */
   bool needs_imatrix;        /* llama.cpp quantizes dst_dtype here only with an importance matrix */
+  const float *weights;      /* the importance-matrix weights the encoder takes (ne[0] per expert,
+                                borrowed from options.imatrix), or NULL */
 } fg_export_tensor;
 
 typedef struct fg_export_plan fg_export_plan;
@@ -192,8 +203,8 @@ FG_API size_t fg_export_plan_count(const fg_export_plan *p);
 /* Tensor i in output order: the source's, or llama.cpp's for a mixture. NULL past the end. */
 FG_API const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, size_t i);
 /* Whether fg_export_run can write the plan: FG_ERR_UNSUPPORTED naming the first tensor whose
- * type this build cannot encode, or that needs an importance matrix none was given for;
- * FG_OK otherwise. */
+ * type this build cannot encode (with its weights, when it has some), or that needs an
+ * importance matrix and has no entry in one; FG_OK otherwise. */
 FG_API fg_status fg_export_plan_ready(const fg_export_plan *p);
 /* Tensors whose rows took llama.cpp's fallback type. */
 FG_API size_t fg_export_plan_fallbacks(const fg_export_plan *p);
