@@ -7,7 +7,9 @@
  * every figure is also reported against ggml's, forgia decodes ggml's bytes (so both decode the
  * same input; the grid i-quants, which forgia only decodes, are measured that way too), and a
  * table at the end ("#" lines) says per type whether forgia's bytes equal ggml's and whether
- * forgia's floats from ggml's bytes equal ggml's (memcmp).
+ * forgia's floats from ggml's bytes equal ggml's (memcmp). The figures against ggml are the best
+ * of --reps runs on each side (on a shared machine the median moves with other work; the best
+ * run is the codec's own speed), the others medians as everywhere.
  * Rows are 4096 gaussian floats; --size sets the f32 input bytes. */
 #include <math.h>
 #include <omp.h>
@@ -74,12 +76,36 @@ static double peer_lookup(const peer_fig *p, int n, const char *op, const char *
   return 0.0;
 }
 
-/* ggml's figures: "encode|decode TYPE THREADS MB/s" lines of ggml_quant_peer */
+/* ggml's figures: "encode|decode TYPE THREADS MEDIAN BEST" (MB/s) lines of ggml_quant_peer */
 typedef struct {
   char op[8], type[16];
   int threads;
-  double mbs;
+  double median, best;
 } ggml_fig;
+
+/* fg_bench_time's runs, giving the median and the shortest run's seconds */
+static void time_both(const fg_bench *b, void (*fn)(void *), void *ctx, double *med, double *best) {
+  for (int i = 0; i < b->warmup; i++) fn(ctx);
+  double *t = malloc(sizeof *t * (size_t)b->reps);
+  if (!t) exit(1);
+  for (int i = 0; i < b->reps; i++) {
+    const double t0 = fg_clock_seconds();
+    fn(ctx);
+    t[i] = fg_clock_seconds() - t0;
+  }
+  double lo = t[0];
+  for (int i = 1; i < b->reps; i++) lo = t[i] < lo ? t[i] : lo;
+  /* median as fg_bench_time takes it */
+  for (int i = 1; i < b->reps; i++)
+    for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+      const double v = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = v;
+    }
+  *med = b->reps % 2 ? t[b->reps / 2] : 0.5 * (t[b->reps / 2 - 1] + t[b->reps / 2]);
+  *best = lo;
+  free(t);
+}
 
 /* Runs the peer on one type (just before forgia's timings of it, so that both are measured under
  * the same machine load); appends its figures to out[*n..cap). */
@@ -95,14 +121,14 @@ static void run_ggml(const char *peer, const char *rows_path, const char *dir, c
   char line[256];
   while (*n < cap && fgets(line, sizeof line, f)) {
     ggml_fig *g = &out[*n];
-    if (sscanf(line, "%7s %15s %d %lf", g->op, g->type, &g->threads, &g->mbs) == 4) (*n)++;
+    if (sscanf(line, "%7s %15s %d %lf %lf", g->op, g->type, &g->threads, &g->median, &g->best) == 5) (*n)++;
   }
   if (pclose(f) != 0) fprintf(stderr, "quant: %s failed on %s\n", exe, type);
 }
 
 static double ggml_lookup(const ggml_fig *p, int n, const char *op, const char *type, int threads) {
   for (int i = 0; i < n; i++)
-    if (strcmp(p[i].op, op) == 0 && strcmp(p[i].type, type) == 0 && p[i].threads == threads) return p[i].mbs;
+    if (strcmp(p[i].op, op) == 0 && strcmp(p[i].type, type) == 0 && p[i].threads == threads) return p[i].best;
   return 0.0;
 }
 
@@ -122,7 +148,7 @@ static void *read_exact(const char *dir, const char *name, const char *ext, size
   return p;
 }
 
-/* One row of the closing table: MB/s [op][threads] for forgia and ggml (0: not measured). */
+/* One row of the closing table: best-run MB/s [op][threads] for forgia and ggml (0: not measured). */
 typedef struct {
   const char *name;
   double fg[2][3], gg[2][3];
@@ -136,10 +162,10 @@ static void print_ratio(double a, double b) {
   else printf(" %8s %8s %6s", "-", "-", "-");
 }
 
-static void print_ggml_table(const ggml_row *rows, int n, double mb) {
+static void print_ggml_table(const ggml_row *rows, int n, double mb, int reps) {
   static const char *yn[3] = {"-", "no", "yes"};
-  printf("# forgia vs ggml (same rows: %.1f MB of f32 in rows of %d; MB/s of f32; ratio = forgia / ggml;\n"
-         "# decode of ggml's bytes; bytes/floats equal: memcmp with ggml's)\n", mb, ROW);
+  printf("# forgia vs ggml (same rows: %.1f MB of f32 in rows of %d; MB/s of f32, best of %d runs each;\n"
+         "# ratio = forgia / ggml; decode of ggml's bytes; bytes/floats equal: memcmp with ggml's)\n", mb, ROW, reps);
   printf("# %-8s %-25s %-25s %-25s %-25s %-5s %-6s\n", "type", "encode t1: forgia ggml", "encode t2: forgia ggml",
          "decode t1: forgia ggml", "decode t2: forgia ggml", "bytes", "floats");
   for (int i = 0; i < n; i++) {
@@ -222,10 +248,11 @@ int main(int argc, char **argv) {
       fg_bench bt = b;
       bt.threads = th;
       omp_set_num_threads(th);
-      const double te = enc ? fg_bench_time(&bt, run_encode, &c) : 0.0;
+      double te = 0.0, td = 0.0, te_best = 0.0, td_best = 0.0;
+      if (enc) time_both(&bt, run_encode, &c, &te, &te_best);
       if (enc && gq && memcmp(q, gq, (size_t)qb) != 0) row->bytes_eq = 0;
       if (gq) memcpy(q, gq, (size_t)qb); /* decode what ggml decodes */
-      const double td = fg_bench_time(&bt, run_decode, &c);
+      time_both(&bt, run_decode, &c, &td, &td_best);
       if (gy && memcmp(y, gy, n * 4) != 0) row->floats_eq = 0;
       if (enc) {
         snprintf(fig, sizeof fig, "%s_encode_t%d", nm, th);
@@ -244,19 +271,19 @@ int main(int argc, char **argv) {
           fg_bench_report(&bt, fig, mb / td, "MB/s", "gguf-py", pd);
         }
       }
-      row->fg[0][th] = enc ? mb / te : 0.0;
-      row->fg[1][th] = mb / td;
+      row->fg[0][th] = enc ? mb / te_best : 0.0;
+      row->fg[1][th] = mb / td_best;
       if (nggml > 0) {
         const double ge = ggml_lookup(gfig, nggml, "encode", nm, th), gd = ggml_lookup(gfig, nggml, "decode", nm, th);
         row->gg[0][th] = ge;
         row->gg[1][th] = gd;
         if (ge > 0 && enc) {
-          snprintf(fig, sizeof fig, "%s_encode_t%d_vs_ggml", nm, th);
-          fg_bench_report(&bt, fig, mb / te, "MB/s", "ggml", ge);
+          snprintf(fig, sizeof fig, "%s_encode_t%d_best_vs_ggml", nm, th);
+          fg_bench_report(&bt, fig, mb / te_best, "MB/s", "ggml", ge);
         }
         if (gd > 0) {
-          snprintf(fig, sizeof fig, "%s_decode_t%d_vs_ggml", nm, th);
-          fg_bench_report(&bt, fig, mb / td, "MB/s", "ggml", gd);
+          snprintf(fig, sizeof fig, "%s_decode_t%d_best_vs_ggml", nm, th);
+          fg_bench_report(&bt, fig, mb / td_best, "MB/s", "ggml", gd);
         }
       }
     }
@@ -264,7 +291,7 @@ int main(int argc, char **argv) {
     free(gy);
   }
   if (ggml && nggml == 0) fprintf(stderr, "quant: ggml peer %s gave no figures\n", ggml);
-  if (nggml > 0) print_ggml_table(grows, ngrows, mb);
+  if (nggml > 0) print_ggml_table(grows, ngrows, mb, b.reps);
   if (have_rows) remove(rows_path);
   if (have_gdir) { /* remove what the peer wrote */
     char path[4096];

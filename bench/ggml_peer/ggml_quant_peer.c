@@ -7,8 +7,8 @@
  * ROWS.f32 holds whole rows of ROW_LEN little-endian f32. For every type (or only TYPE, a ggml
  * type name: bench_quant asks for one type at a time, so that ggml's and forgia's timings of a
  * type are taken seconds apart on a machine whose load changes) it prints
- *   encode TYPE THREADS MB/s     (MB of f32 input per second, median of REPS runs)
- *   decode TYPE THREADS MB/s     (MB of f32 output per second)
+ *   encode TYPE THREADS MEDIAN BEST   (MB of f32 input per second: median and best of REPS runs)
+ *   decode TYPE THREADS MEDIAN BEST   (MB of f32 output per second)
  * and writes OUTDIR/TYPE.q (ggml's bytes for the rows) and OUTDIR/TYPE.f32 (ggml's to_float of
  * those bytes). Encode is ggml_quantize_chunk, without an importance matrix, the path
  * llama-quantize takes; q8_1 and q8_K, which it does not take, use their _ref quantizers. The
@@ -111,8 +111,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* median seconds of reps runs after warmup untimed ones */
-static double time_run(const peer_ctx *c, int threads, int encode, int reps, int warmup) {
+/* median and shortest seconds of reps runs after warmup untimed ones */
+static void time_run(const peer_ctx *c, int threads, int encode, int reps, int warmup, double *med, double *best) {
   double *t = malloc(sizeof(double) * (size_t)reps);
   if (!t) exit(1);
   for (int i = 0; i < warmup; i++) run(c, threads, encode);
@@ -122,9 +122,15 @@ static double time_run(const peer_ctx *c, int threads, int encode, int reps, int
     t[i] = now_s() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_double);
-  const double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+  *med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+  *best = t[0];
   free(t);
-  return m;
+}
+
+static void report(const char *op, const char *name, int th, double mb, const peer_ctx *c, int reps, int warmup) {
+  double med, best;
+  time_run(c, th, op[0] == 'e', reps, warmup, &med, &best);
+  printf("%s %s %d %.3f %.3f\n", op, name, th, mb / med, mb / best);
 }
 
 static int write_file(const char *dir, const char *name, const char *ext, const void *p, size_t bytes) {
@@ -185,12 +191,12 @@ int main(int argc, char **argv) {
     if (grid) {
       run(&c, 1, 1);
     } else {
-      for (int th = 1; th <= 2; th++) printf("encode %s %d %.3f\n", name, th, mb / time_run(&c, th, 1, reps, warmup));
+      for (int th = 1; th <= 2; th++) report("encode", name, th, mb, &c, reps, warmup);
       run(&c, 1, 1); /* the bytes written below are those of one single-threaded pass */
     }
     if (!write_file(outdir, name, "q", q, c.row_bytes * (size_t)nrows)) return 1;
     if (t == GGML_TYPE_Q8_1) continue; /* ggml has no q8_1 dequantizer */
-    for (int th = 1; th <= 2; th++) printf("decode %s %d %.3f\n", name, th, mb / time_run(&c, th, 0, reps, warmup));
+    for (int th = 1; th <= 2; th++) report("decode", name, th, mb, &c, reps, warmup);
     run(&c, 1, 0);
     if (!write_file(outdir, name, "f32", y, total * 4)) return 1;
     fflush(stdout);
