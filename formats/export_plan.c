@@ -329,6 +329,40 @@ static fg_status sort_llama_order(fg_export_plan *p) {
   return FG_OK;
 }
 
+/* --keep-split: llama-quantize sorts by part, then data offset. */
+typedef struct fg_part_key {
+  size_t file;
+  uint64_t offset;
+  size_t idx;
+} fg_part_key;
+
+static int cmp_part(const void *a, const void *b) {
+  const fg_part_key *x = a, *y = b;
+  if (x->file != y->file) return x->file < y->file ? -1 : 1;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static fg_status sort_part_order(fg_export_plan *p) {
+  fg_part_key *k = malloc(p->n * sizeof *k);
+  fg_export_tensor *t = malloc(p->n * sizeof *t);
+  if (!k || !t) {
+    free(k);
+    free(t);
+    return fg_fail(FG_ERR_NOMEM, "export: out of memory ordering %zu tensors", p->n);
+  }
+  for (size_t i = 0; i < p->n; i++) {
+    const fg_ckpt_tensor *x = fg_ckpt_tensor_at(p->src, p->t[i].src_index);
+    k[i] = (fg_part_key){x->file, x->offset, i};
+  }
+  qsort(k, p->n, sizeof *k, cmp_part);
+  for (size_t i = 0; i < p->n; i++) t[i] = p->t[k[i].idx];
+  free(p->t);
+  free(k);
+  p->t = t;
+  return FG_OK;
+}
+
 static fg_status compile_patterns(fg_plan_ctx *c) {
   const fg_export_options *o = c->opt;
   if (o->n_tensor_types == 0) return FG_OK;
@@ -424,7 +458,9 @@ static fg_status plan_tensors(fg_export_plan *p) {
   if (!st) st = compile_patterns(&c);
   c.mixture = p->mixture = p->opt.dtype.mode == FG_EXPORT_MODE_MIXTURE;
   if (!st && c.mixture) st = mixture_init(&c, p);
-  if (!st && c.mixture) st = sort_llama_order(p);
+  if (!st && p->opt.keep_split && !fg_ckpt_gguf(p->src))
+    st = fg_fail(FG_ERR_UNSUPPORTED, "%s: --keep-split keeps a GGUF split's parts; this is not a GGUF source", c.path);
+  if (!st && c.mixture) st = p->opt.keep_split ? sort_part_order(p) : sort_llama_order(p);
   for (size_t i = 0; !st && i < p->n; i++) {
     fg_export_tensor *t = &p->t[i];
     st = decide(&c, t);
@@ -501,6 +537,27 @@ bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code) {
   }
   if (!p || p->opt.dtype.mode != FG_EXPORT_MODE_DTYPE) return false;
   return fg_export_file_type(p->opt.dtype.dtype, code) == FG_OK;
+}
+
+size_t fg_export_plan_outputs(const fg_export_plan *p) {
+  if (!p) return 0;
+  return p->opt.keep_split ? fg_ckpt_file_count(p->src) : 1;
+}
+
+fg_status fg_export_plan_output_path(const fg_export_plan *p, const char *out_path, size_t i, char *buf, size_t cap) {
+  if (!p || !out_path || !buf || i >= fg_export_plan_outputs(p))
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_export_plan_output_path: bad argument (part %zu)", i);
+  int n;
+  if (!p->opt.keep_split) {
+    n = snprintf(buf, cap, "%s", out_path);
+  } else {
+    size_t len = strlen(out_path);
+    if (len >= 5 && strcmp(out_path + len - 5, ".gguf") == 0) len -= 5; /* llama-quantize drops it */
+    n = snprintf(buf, cap, "%.*s-%05zu-of-%05zu.gguf", (int)len, out_path, i + 1, fg_export_plan_outputs(p));
+  }
+  if (n < 0 || (size_t)n >= cap)
+    return fg_fail(FG_ERR_RANGE, "export: output path for part %zu does not fit in %zu bytes", i + 1, cap);
+  return FG_OK;
 }
 
 size_t fg_export_plan_fallbacks(const fg_export_plan *p) {

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
           "                     [--dtype MODE] [--experts-dtype TYPE] [--dry-run] [--chunk-mib N]\n"
           "                     [--pure] [--allow-requantize] [--leave-output-tensor]\n"
           "                     [--output-tensor-type TYPE] [--token-embedding-type TYPE]\n"
-          "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE] [--imatrix FILE]\n\n"
+          "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE] [--imatrix FILE]\n"
+          "                     [--keep-split]\n\n"
           "MODE: verbatim (default); a single TYPE as ggml spells it: f32 f16 bf16 q8_0 q4_0 q4_1\n"
           "      q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K tq1_0 tq2_0 iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0;\n"
           "      or a llama-quantize mixture (any case): Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S\n"
@@ -53,6 +54,7 @@ static void usage(FILE *f) {
           "  --imatrix FILE   llama.cpp importance matrix (GGUF or legacy .dat): the encoders that\n"
           "                   take weights use the tensor's entry (ggml's bytes); it enables the\n"
           "                   i-quants that need one (IQ2_XXS, IQ2_XS, IQ1_S, Q2_K_S, ...)\n"
+          "  --keep-split     one output per part of a split source: OUT-00001-of-0000N.gguf ...\n"
           "  --dry-run        print the per-tensor plan and write nothing\n"
           "  --chunk-mib N    f32 working buffer per step (default 64)\n"
           "  --adapters DIR_OR_FILE --alpha F\n"
@@ -230,12 +232,13 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
                        const char *im_path, const char *from_gguf,
                        const char *from_st, const char *out, const char *dtype, const char *experts,
                        const char *chunk, const char *adapters, const char *alpha, const char *out_type,
-                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output);
+                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output,
+                       bool keep_split);
 
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
   const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL, *imatrix = NULL;
-  bool dry = false, pure = false, requant = false, leave_output = false;
+  bool dry = false, pure = false, requant = false, leave_output = false, keep_split = false;
   const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
                              {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
                              {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
@@ -243,7 +246,7 @@ int fg_cmd_export(int argc, char **argv) {
                              {"--alpha", &alpha, NULL},         {"--pure", NULL, &pure},
                              {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
                              {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
-                             {"--imatrix", &imatrix, NULL}};
+                             {"--imatrix", &imatrix, NULL},     {"--keep-split", NULL, &keep_split}};
   const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
   fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
   fg_tensor_types_cli tt = {0};
@@ -267,7 +270,7 @@ int fg_cmd_export(int argc, char **argv) {
     rc = 1;
   } else {
     rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha,
-                     out_type, embd_type, dry, pure, requant, leave_output);
+                     out_type, embd_type, dry, pure, requant, leave_output, keep_split);
   }
   fg_imatrix_free(im);
   fg_tensor_types_cli_free(&tt);
@@ -278,7 +281,8 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
                        const char *im_path, const char *from_gguf,
                        const char *from_st, const char *out, const char *dtype, const char *experts,
                        const char *chunk, const char *adapters, const char *alpha, const char *out_type,
-                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output) {
+                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output,
+                       bool keep_split) {
   const fg_cli_spec spec = *specp;
   int rc;
   if (!from_gguf == !from_st)
@@ -310,6 +314,7 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
   opt.tensor_types = tt->rules;
   opt.n_tensor_types = tt->n;
   opt.imatrix = im;
+  opt.keep_split = keep_split;
   opt.imatrix_label = im_path;
   if (chunk) {
     char *end;
@@ -365,7 +370,16 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
       fg_export_plan_totals(plan, &read, NULL);
       print_totals(plan, "wrote");
       printf("output ");
-      fg_cli_puts_escaped(stdout, out, 0);
+      const size_t nout = fg_export_plan_outputs(plan);
+      char part[4096];
+      if (nout > 1 && fg_export_plan_output_path(plan, out, 0, part, sizeof part) == FG_OK) {
+        fg_cli_puts_escaped(stdout, part, 0);
+        printf(" and %zu more parts", nout - 1);
+      } else if (nout == 1 && fg_export_plan_output_path(plan, out, 0, part, sizeof part) == FG_OK) {
+        fg_cli_puts_escaped(stdout, part, 0);
+      } else {
+        fg_cli_puts_escaped(stdout, out, 0);
+      }
       printf(" in %.2f s (source %s/s, output %s/s); peak RSS %s\n", el,
              fg_cli_human_bytes(el > 0 ? (uint64_t)((double)read / el) : 0, rin, sizeof rin),
              fg_cli_human_bytes(el > 0 ? (uint64_t)((double)total / el) : 0, rout, sizeof rout),

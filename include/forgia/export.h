@@ -137,6 +137,12 @@ typedef struct fg_export_options {
    * .chunks_count (when above 0), appended after general.file_type. */
   const struct fg_imatrix *imatrix;
   const char *imatrix_label;  /* the file as the user named it; NULL: "imatrix" */
+  /* llama-quantize's --keep-split: one output file per source part, named
+   * "<out_path without .gguf>-%05d-of-%05d.gguf", each tensor in its source part, the first
+   * part carrying the metadata and every part split.no / split.count / split.tensors.count
+   * (when there are two or more); tensors in source order (part, then offset), which is also
+   * the order a mixture's rules visit them in, as in llama-quantize. GGUF sources only. */
+  bool keep_split;
 } fg_export_options;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -208,6 +214,11 @@ FG_API const fg_export_tensor *fg_export_plan_tensor(const fg_export_plan *p, si
 FG_API fg_status fg_export_plan_ready(const fg_export_plan *p);
 /* Tensors whose rows took llama.cpp's fallback type. */
 FG_API size_t fg_export_plan_fallbacks(const fg_export_plan *p);
+/* Output files: 1, or with keep_split the source's part count. fg_export_plan_output_path
+ * writes part i's path (0-based) for out_path into buf (FG_ERR_RANGE when cap is short). */
+FG_API size_t fg_export_plan_outputs(const fg_export_plan *p);
+FG_API fg_status fg_export_plan_output_path(const fg_export_plan *p, const char *out_path, size_t i, char *buf,
+                                            size_t cap);
 /* Sums of tensor bytes (without padding) before and after. */
 FG_API void fg_export_plan_totals(const fg_export_plan *p, uint64_t *src_bytes, uint64_t *dst_bytes);
 /* Tensors that change type. */

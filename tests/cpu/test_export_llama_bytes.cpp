@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "forgia/ckpt.h"
 #include "forgia/export.h"
@@ -34,11 +35,19 @@ TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
   std::ifstream f(gold + "sha256.txt");
   std::string line;
   int files = 0, refusals = 0;
+  struct Part {
+    std::string mix, part, size, hash;
+  };
+  std::vector<Part> keep_split;
   while (std::getline(f, line)) {
     std::istringstream is(line);
     std::string mix, kind, size, hash;
     is >> mix >> kind >> size >> hash;
     SCOPED_TRACE(mix + " " + kind);
+    if (kind.rfind("keep-split-", 0) == 0) {
+      keep_split.push_back({mix, kind.substr(11), size, hash});
+      continue;
+    }
     fg_export_options o{};
     ASSERT_EQ(fg_export_target_parse(mix.c_str(), &o.dtype), FG_OK) << fg_last_error();
     if (kind == "imatrix") {
@@ -68,8 +77,39 @@ TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
   }
   EXPECT_EQ(files, 59);
   EXPECT_EQ(refusals, 9);
-  fg_imatrix_free(im);
   fg_ckpt_close(src);
+
+  // --keep-split on a 3-part split of the same model: every part equals llama-quantize's
+  ASSERT_EQ(keep_split.size(), 6u);
+  ASSERT_EQ(fg_ckpt_open((gold + "split/model-00001-of-00003.gguf").c_str(), &src), FG_OK) << fg_last_error();
+  for (size_t i = 0; i < keep_split.size(); i += 3) {
+    const std::string &mix = keep_split[i].mix;
+    SCOPED_TRACE(mix + " --keep-split");
+    fg_export_options o{};
+    ASSERT_EQ(fg_export_target_parse(mix.c_str(), &o.dtype), FG_OK) << fg_last_error();
+    o.imatrix = im;
+    o.imatrix_label = "imatrix.gguf";
+    o.keep_split = true;
+    fg_export_plan *p = nullptr;
+    ASSERT_EQ(fg_export_plan_create(src, &o, &p), FG_OK) << fg_last_error();
+    ASSERT_EQ(fg_export_plan_outputs(p), 3u);
+    const std::string out = dir.file("ks_" + mix + ".gguf");
+    ASSERT_EQ(fg_export_run(p, out.c_str(), nullptr, nullptr), FG_OK) << fg_last_error();
+    for (size_t k = 0; k < 3; k++) {
+      const Part &part = keep_split[i + k];
+      EXPECT_EQ(part.mix, mix);
+      char path[4096];
+      ASSERT_EQ(fg_export_plan_output_path(p, out.c_str(), k, path, sizeof path), FG_OK);
+      EXPECT_EQ(std::string(path), dir.file("ks_" + mix + "-0000" + part.part + "-of-00003.gguf"));
+      struct stat st;
+      ASSERT_EQ(stat(path, &st), 0) << path;
+      EXPECT_EQ(std::to_string(st.st_size), part.size) << path;
+      EXPECT_EQ(sha256(path), part.hash) << path;
+    }
+    fg_export_plan_free(p);
+  }
+  fg_ckpt_close(src);
+  fg_imatrix_free(im);
 }
 
 }  // namespace

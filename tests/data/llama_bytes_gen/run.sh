@@ -22,6 +22,7 @@ if [ ! -x build/bin/llama-quantize ]; then
   cmake --build build --target llama-quantize -j "$(nproc)"
 fi
 "$repo/.venv/bin/python3" "$here/gen_model.py" "$gold"
+"$repo/.venv/bin/python3" "$here/gen_split.py" "$gold"
 mixes="Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS
        TQ1_0 TQ2_0 MXFP4_MOE IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M IQ1_S IQ1_M F16 BF16 F32 Q2_0"
 out=$gold/sha256.txt
@@ -39,6 +40,16 @@ for m in $mixes; do
       echo "$m $kind refused" >> "$out"
     fi
     rm -f "$work/out.gguf"
+  done
+done
+# --keep-split on the 3-part split: one line per output part
+for m in Q4_K_M IQ4_XS; do
+  rm -f "$work"/ks-*.gguf
+  (cd "$gold" && "$work/build/bin/llama-quantize" --keep-split --imatrix imatrix.gguf split/model-00001-of-00003.gguf \
+    "$work/ks.gguf" $m 1) >"$work/q.log" 2>&1
+  for i in 1 2 3; do
+    f=$work/ks-0000$i-of-00003.gguf
+    echo "$m keep-split-$i $(stat -c %s "$f") $(sha256sum "$f" | cut -d' ' -f1)" >> "$out"
   done
 done
 echo "wrote $out: $(grep -vc refused "$out") files, $(grep -c refused "$out") refusals"
