@@ -200,12 +200,12 @@ static fg_status choose(fg_plan_ctx *c, fg_export_tensor *t, fg_export_target tg
   t->why = FG_EXPORT_WHY_TARGET;
   if (o->token_embd_type.mode == FG_EXPORT_MODE_DTYPE && cat == FG_MIX_TOKEN_EMBD &&
       !(strcmp(t->name, "per_layer_token_embd.weight") == 0 && pattern_index(c, t->name) >= 0)) {
-    t->wanted = o->token_embd_type.dtype;
+    t->wanted = t->dst_dtype = o->token_embd_type.dtype;
     t->why = FG_EXPORT_WHY_OVERRIDE;
     return FG_OK;
   }
   if (o->output_type.mode == FG_EXPORT_MODE_DTYPE && cat == FG_MIX_OUTPUT) {
-    t->wanted = o->output_type.dtype;
+    t->wanted = t->dst_dtype = o->output_type.dtype;
     t->why = FG_EXPORT_WHY_OVERRIDE;
     return FG_OK;
   }
