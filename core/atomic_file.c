@@ -253,7 +253,13 @@ fg_status fg_atomic_file_write(fg_atomic_file *f, const void *data, uint64_t n) 
       p += r;
       slice -= (size_t)r;
       n -= (uint64_t)r;
+      f->written += (uint64_t)r;
     }
+  }
+  if (f->written - f->flushed >= FG_ATOMIC_FILE_FLUSH) {
+    /* only started, not waited for; a file system that cannot (EINVAL, ENOSYS) syncs at commit */
+    (void)sync_file_range(f->fd, (off_t)f->flushed, (off_t)(f->written - f->flushed), SYNC_FILE_RANGE_WRITE);
+    f->flushed = f->written;
   }
   return FG_OK;
 }

@@ -44,10 +44,17 @@ typedef struct fg_atomic_file {
   char *path;        /* the file that will be replaced (symbolic links resolved) */
   char *tmp;         /* the temporary file beside it */
   unsigned mode;     /* permission bits to give the new file, or ~0u for the creation default */
+  uint64_t written;  /* bytes appended so far */
+  uint64_t flushed;  /* bytes whose writeback has been started */
 } fg_atomic_file;
 
 /* An idle handle (fd -1); fg_atomic_file_abort on it is a no-op. */
-#define FG_ATOMIC_FILE_INIT {-1, NULL, NULL, ~0u}
+#define FG_ATOMIC_FILE_INIT {-1, NULL, NULL, ~0u, 0, 0}
+
+/* Writeback of the bytes written is started every this many bytes (sync_file_range), so
+ * that the disk works while the caller computes the rest and commit's fsync waits for the
+ * last few MiB rather than the whole file. */
+#define FG_ATOMIC_FILE_FLUSH (16u << 20)
 
 /* Everything begin would check, without creating anything: the destination is of a kind
  * that may be replaced (above), names a file (not "dir/"), and its directory exists, is a
