@@ -298,53 +298,25 @@ static fg_status decide(fg_plan_ctx *c, fg_export_tensor *t) {
   return quant_dst && opt->imatrix ? find_weights(c, t) : FG_OK;
 }
 
-/* llama.cpp's visiting order, for a mixture: layer, then name (names are unique). */
+/* A mixture's tensor order, as llama-quantize visits and writes them: layer ("blk.N."; -1
+ * without one), then name; with --keep-split, source part, then data offset. */
 typedef struct fg_order_key {
-  int layer;
-  const char *name;
+  int64_t major;             /* layer, or part */
+  uint64_t offset;           /* keep_split: data offset */
+  const char *name;          /* otherwise: the name */
   size_t idx;
 } fg_order_key;
 
 static int cmp_order(const void *a, const void *b) {
   const fg_order_key *x = a, *y = b;
-  if (x->layer != y->layer) return x->layer < y->layer ? -1 : 1;
-  const int c = strcmp(x->name, y->name);
+  if (x->major != y->major) return x->major < y->major ? -1 : 1;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  const int c = x->name && y->name ? strcmp(x->name, y->name) : 0;
   return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-static fg_status sort_llama_order(fg_export_plan *p) {
+static fg_status sort_mixture_order(fg_export_plan *p) {
   fg_order_key *k = malloc(p->n * sizeof *k);
-  fg_export_tensor *t = malloc(p->n * sizeof *t);
-  if (!k || !t) {
-    free(k);
-    free(t);
-    return fg_fail(FG_ERR_NOMEM, "export: out of memory ordering %zu tensors", p->n);
-  }
-  for (size_t i = 0; i < p->n; i++) k[i] = (fg_order_key){fg_mix_layer_of(p->t[i].name), p->t[i].name, i};
-  qsort(k, p->n, sizeof *k, cmp_order);
-  for (size_t i = 0; i < p->n; i++) t[i] = p->t[k[i].idx];
-  free(p->t);
-  free(k);
-  p->t = t;
-  return FG_OK;
-}
-
-/* --keep-split: llama-quantize sorts by part, then data offset. */
-typedef struct fg_part_key {
-  size_t file;
-  uint64_t offset;
-  size_t idx;
-} fg_part_key;
-
-static int cmp_part(const void *a, const void *b) {
-  const fg_part_key *x = a, *y = b;
-  if (x->file != y->file) return x->file < y->file ? -1 : 1;
-  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
-  return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-static fg_status sort_part_order(fg_export_plan *p) {
-  fg_part_key *k = malloc(p->n * sizeof *k);
   fg_export_tensor *t = malloc(p->n * sizeof *t);
   if (!k || !t) {
     free(k);
@@ -353,9 +325,10 @@ static fg_status sort_part_order(fg_export_plan *p) {
   }
   for (size_t i = 0; i < p->n; i++) {
     const fg_ckpt_tensor *x = fg_ckpt_tensor_at(p->src, p->t[i].src_index);
-    k[i] = (fg_part_key){x->file, x->offset, i};
+    k[i] = p->opt.keep_split ? (fg_order_key){(int64_t)x->file, x->offset, NULL, i}
+                             : (fg_order_key){fg_mix_layer_of(p->t[i].name), 0, p->t[i].name, i};
   }
-  qsort(k, p->n, sizeof *k, cmp_part);
+  qsort(k, p->n, sizeof *k, cmp_order);
   for (size_t i = 0; i < p->n; i++) t[i] = p->t[k[i].idx];
   free(p->t);
   free(k);
@@ -460,7 +433,7 @@ static fg_status plan_tensors(fg_export_plan *p) {
   if (!st && c.mixture) st = mixture_init(&c, p);
   if (!st && p->opt.keep_split && !fg_ckpt_gguf(p->src))
     st = fg_fail(FG_ERR_UNSUPPORTED, "%s: --keep-split keeps a GGUF split's parts; this is not a GGUF source", c.path);
-  if (!st && c.mixture) st = p->opt.keep_split ? sort_part_order(p) : sort_llama_order(p);
+  if (!st && c.mixture) st = sort_mixture_order(p);
   for (size_t i = 0; !st && i < p->n; i++) {
     fg_export_tensor *t = &p->t[i];
     st = decide(&c, t);

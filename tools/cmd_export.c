@@ -228,54 +228,6 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   return rc;
 }
 
-static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const fg_imatrix *im,
-                       const char *im_path, const char *from_gguf,
-                       const char *from_st, const char *out, const char *dtype, const char *experts,
-                       const char *chunk, const char *adapters, const char *alpha, const char *out_type,
-                       const char *embd_type, bool dry, bool pure, bool requant, bool leave_output,
-                       bool keep_split);
-
-int fg_cmd_export(int argc, char **argv) {
-  const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
-  const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL, *imatrix = NULL;
-  bool dry = false, pure = false, requant = false, leave_output = false, keep_split = false;
-  const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
-                             {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
-                             {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
-                             {"--dry-run", NULL, &dry},         {"--adapters", &adapters, NULL},
-                             {"--alpha", &alpha, NULL},         {"--pure", NULL, &pure},
-                             {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
-                             {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
-                             {"--imatrix", &imatrix, NULL},     {"--keep-split", NULL, &keep_split}};
-  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
-  fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
-  fg_tensor_types_cli tt = {0};
-  int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);
-  if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
-  if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
-  if (rc != FG_CLI_GO) {
-    fg_ptqtp_cli_free(&ptqtp);
-    fg_tensor_types_cli_free(&tt);
-    return rc;
-  }
-  if (ptqtp.on) {
-    fg_tensor_types_cli_free(&tt);
-    return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
-  }
-  fg_imatrix *im = NULL;
-  if (imatrix && (adapters || alpha)) {
-    rc = fg_cli_usage_error(&spec, "--imatrix", "not with --adapters");
-  } else if (imatrix && fg_imatrix_open(imatrix, &im)) {
-    fg_cli_report("export", imatrix);
-    rc = 1;
-  } else {
-    rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha,
-                     out_type, embd_type, dry, pure, requant, leave_output, keep_split);
-  }
-  fg_imatrix_free(im);
-  fg_tensor_types_cli_free(&tt);
-  return rc;
-}
 
 static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, const fg_imatrix *im,
                        const char *im_path, const char *from_gguf,
@@ -390,3 +342,46 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
   fg_ckpt_close(src);
   return rc;
 }
+
+int fg_cmd_export(int argc, char **argv) {
+  const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
+  const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL, *imatrix = NULL;
+  bool dry = false, pure = false, requant = false, leave_output = false, keep_split = false;
+  const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
+                             {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
+                             {"--experts-dtype", &experts, NULL}, {"--chunk-mib", &chunk, NULL},
+                             {"--dry-run", NULL, &dry},         {"--adapters", &adapters, NULL},
+                             {"--alpha", &alpha, NULL},         {"--pure", NULL, &pure},
+                             {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
+                             {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
+                             {"--imatrix", &imatrix, NULL},     {"--keep-split", NULL, &keep_split}};
+  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
+  fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
+  fg_tensor_types_cli tt = {0};
+  int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);
+  if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
+  if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
+  if (rc != FG_CLI_GO) {
+    fg_ptqtp_cli_free(&ptqtp);
+    fg_tensor_types_cli_free(&tt);
+    return rc;
+  }
+  if (ptqtp.on) {
+    fg_tensor_types_cli_free(&tt);
+    return fg_ptqtp_cli_main(&spec, &ptqtp, from_gguf, from_st, out, dry);
+  }
+  fg_imatrix *im = NULL;
+  if (imatrix && (adapters || alpha)) {
+    rc = fg_cli_usage_error(&spec, "--imatrix", "not with --adapters");
+  } else if (imatrix && fg_imatrix_open(imatrix, &im)) {
+    fg_cli_report("export", imatrix);
+    rc = 1;
+  } else {
+    rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha,
+                     out_type, embd_type, dry, pure, requant, leave_output, keep_split);
+  }
+  fg_imatrix_free(im);
+  fg_tensor_types_cli_free(&tt);
+  return rc;
+}
+

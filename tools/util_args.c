@@ -91,3 +91,10 @@ bool fg_cli_parse_u64(const char *s, int base, uint64_t *out) {
   *out = (uint64_t)v;
   return true;
 }
+
+bool fg_cli_flag_is(const char *arg, const char *name, const char **value) {
+  const size_t n = strlen(name);
+  if (strncmp(arg, name, n) != 0 || (arg[n] != 0 && arg[n] != '=')) return false;
+  *value = arg[n] == '=' ? arg + n + 1 : NULL;
+  return true;
+}

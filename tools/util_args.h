@@ -36,6 +36,9 @@ int fg_cli_parse(const fg_cli_spec *s, int argc, char **argv);
 /* A u64 written exactly (base 10, or 0 for C's 0x / 0 prefixes): no sign, no spaces, nothing
  * after it, no overflow. */
 bool fg_cli_parse_u64(const char *s, int base, uint64_t *out);
+/* Whether arg is the flag name, alone ("--x": *value NULL) or with a value ("--x=V": *value
+ * points at V); for the commands that take flags out of argv before fg_cli_parse. */
+bool fg_cli_flag_is(const char *arg, const char *name, const char **value);
 /* Reports bad usage found after parsing (a bad value) the same way; returns 2. */
 int fg_cli_usage_error(const fg_cli_spec *s, const char *what, const char *fmt, ...)
 #if defined(__GNUC__)

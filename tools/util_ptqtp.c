@@ -31,20 +31,6 @@ void fg_ptqtp_cli_usage(FILE *f) {
           "  --dry-run              with --ptqtp: print the per-tensor plan, write nothing\n");
 }
 
-static bool is(const char *arg, const char *name, const char **value) {
-  const size_t n = strlen(name);
-  if (strncmp(arg, name, n) != 0) return false;
-  if (arg[n] == 0) {
-    *value = NULL;
-    return true;
-  }
-  if (arg[n] == '=') {
-    *value = arg + n + 1;
-    return true;
-  }
-  return false;
-}
-
 static int parse_planes(const fg_cli_spec *spec, const char *flag, const char *v, fg_ptqtp_cli *c) {
   char *end;
   errno = 0;
@@ -102,17 +88,17 @@ int fg_ptqtp_cli_take(const fg_cli_spec *spec, int *argc, char **argv, fg_ptqtp_
       argv[kept++] = argv[i];
       continue;
     }
-    if (is(a, "--ptqtp", &v)) {
+    if (fg_cli_flag_is(a, "--ptqtp", &v)) {
       c->on = true;
       if (v) rc = parse_planes(spec, "--ptqtp", v, c);
-    } else if (is(a, "--ptqtp-planes", &v)) {
+    } else if (fg_cli_flag_is(a, "--ptqtp-planes", &v)) {
       c->on = true;
       if (!v && i + 1 < *argc) v = argv[++i];
       rc = v ? parse_planes(spec, "--ptqtp-planes", v, c) : fg_cli_usage_error(spec, "--ptqtp-planes", "missing value");
-    } else if (is(a, "--ptqtp-tie", &v)) {
+    } else if (fg_cli_flag_is(a, "--ptqtp-tie", &v)) {
       c->on = c->tie = true;
       if (v) rc = fg_cli_usage_error(spec, "--ptqtp-tie", "takes no value");
-    } else if (is(a, "--ptqtp-include", &v) || is(a, "--ptqtp-exclude", &v)) {
+    } else if (fg_cli_flag_is(a, "--ptqtp-include", &v) || fg_cli_flag_is(a, "--ptqtp-exclude", &v)) {
       const bool inc = a[8] == 'i';
       c->on = true;
       if (!v && i + 1 < *argc) v = argv[++i];
@@ -120,7 +106,7 @@ int fg_ptqtp_cli_take(const fg_cli_spec *spec, int *argc, char **argv, fg_ptqtp_
                : add_filters(spec, "--ptqtp-exclude", v, &c->exclude, &c->n_exclude);
     } else {
       for (size_t k = 0; k < sizeof fg_ptqtp_other_modes / sizeof *fg_ptqtp_other_modes; k++)
-        if (is(a, fg_ptqtp_other_modes[k], &v) && !other) other = fg_ptqtp_other_modes[k];
+        if (fg_cli_flag_is(a, fg_ptqtp_other_modes[k], &v) && !other) other = fg_ptqtp_other_modes[k];
       argv[kept++] = argv[i];
       if (takes_value(a) && i + 1 < *argc) argv[kept++] = argv[++i];
     }

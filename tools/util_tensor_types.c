@@ -60,13 +60,6 @@ static int add_file(const fg_cli_spec *spec, const char *path, fg_tensor_types_c
   return rc;
 }
 
-static bool is(const char *arg, const char *name, const char **value) {
-  const size_t n = strlen(name);
-  if (strncmp(arg, name, n) != 0 || (arg[n] != 0 && arg[n] != '=')) return false;
-  *value = arg[n] == '=' ? arg + n + 1 : NULL;
-  return true;
-}
-
 int fg_tensor_types_cli_take(const fg_cli_spec *spec, int *argc, char **argv, fg_tensor_types_cli *c) {
   memset(c, 0, sizeof *c);
   int kept = 1, rc = FG_CLI_GO;
@@ -78,8 +71,8 @@ int fg_tensor_types_cli_take(const fg_cli_spec *spec, int *argc, char **argv, fg
       argv[kept++] = argv[i];
       continue;
     }
-    const bool file = is(a, "--tensor-type-file", &v);
-    if (file || is(a, "--tensor-type", &v)) {
+    const bool file = fg_cli_flag_is(a, "--tensor-type-file", &v);
+    if (file || fg_cli_flag_is(a, "--tensor-type", &v)) {
       const char *flag = file ? "--tensor-type-file" : "--tensor-type";
       if (!v && i + 1 < *argc) v = argv[++i];
       if (!v) rc = fg_cli_usage_error(spec, flag, "missing value");

@@ -20,12 +20,6 @@ namespace {
 
 const std::string gold = std::string(FORGIA_TEST_DATA) + "/golden/llama_bytes/";
 
-std::string sha256(const std::string &path) {
-  std::string out;
-  EXPECT_EQ(fgt::run("sha256sum '" + path + "'", &out), 0);
-  return out.substr(0, 64);
-}
-
 TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
   fgt::TempDir dir;
   fg_ckpt *src = nullptr;
@@ -69,7 +63,7 @@ TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
       struct stat st;
       ASSERT_EQ(stat(out.c_str(), &st), 0);
       EXPECT_EQ(std::to_string(st.st_size), size);
-      EXPECT_EQ(sha256(out), hash);
+      EXPECT_EQ(fgt::sha256_file(out), hash);
       unlink(out.c_str());
       files++;
     }
@@ -104,7 +98,7 @@ TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
       struct stat st;
       ASSERT_EQ(stat(path, &st), 0) << path;
       EXPECT_EQ(std::to_string(st.st_size), part.size) << path;
-      EXPECT_EQ(sha256(path), part.hash) << path;
+      EXPECT_EQ(fgt::sha256_file(path), part.hash) << path;
     }
     fg_export_plan_free(p);
   }

@@ -226,12 +226,6 @@ TEST(ExportLlamaQuant, TypesOfEveryCaseEqualLlamaQuantize) {
   EXPECT_GE(refused, 20u);
 }
 
-std::string sha256(const std::string &path) {
-  std::string out;
-  EXPECT_EQ(fgt::run("sha256sum '" + path + "'", &out), 0);
-  return out.substr(0, 64);
-}
-
 // The tiny model's whole files: every case llama-quantize ran gives the same bytes here.
 TEST(ExportLlamaQuant, TinyLlamaFilesEqualLlamaQuantize) {
   fgt::TempDir dir;
@@ -260,7 +254,7 @@ TEST(ExportLlamaQuant, TinyLlamaFilesEqualLlamaQuantize) {
     struct stat st;
     ASSERT_EQ(stat(out.c_str(), &st), 0);
     EXPECT_EQ(std::to_string(st.st_size), want[c.name].first);
-    EXPECT_EQ(sha256(out), want[c.name].second);
+    EXPECT_EQ(fgt::sha256_file(out), want[c.name].second);
     fg_export_plan_free(p);
     n++;
   }

@@ -74,4 +74,10 @@ std::vector<float> gaussian(size_t n, uint64_t seed, float scale) {
   return v;
 }
 
+std::string sha256_file(const std::string &path) {
+  std::string out;
+  if (run("sha256sum '" + path + "'", &out) != 0 || out.size() < 64) return "";
+  return out.substr(0, 64);
+}
+
 }  // namespace fgt

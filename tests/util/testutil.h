@@ -19,6 +19,8 @@ struct TempDir {
 int run(const std::string &cmd, std::string *out = nullptr, std::string *err = nullptr);
 
 std::vector<uint8_t> read_file(const std::string &path);
+// SHA-256 of a file as lowercase hex (coreutils' sha256sum), "" when it cannot be read.
+std::string sha256_file(const std::string &path);
 void write_file(const std::string &path, const void *data, size_t n);
 
 // True when a CUDA device can be opened in this process.
