@@ -227,9 +227,12 @@ static void init_threads(fg_export_cursor *c) {
   if (c->threads < 1) c->threads = 1;
 }
 
-/* Per-thread piece buffers, grown to need bytes each. */
+/* Per-thread piece buffers, grown to need bytes each; slices start on their own cache line
+ * (no false sharing, and any decoder's loads are aligned as in a buffer of its own). */
 static fg_status grow_slices(fg_export_cursor *c, uint64_t src_bytes, uint64_t f32_bytes) {
   fg_status st = FG_OK;
+  src_bytes = (src_bytes + 63) / 64 * 64;
+  f32_bytes = (f32_bytes + 63) / 64 * 64;
   if (src_bytes > c->icap) {
     free(c->ibuf); /* grown by replacing: the old contents are not needed */
     c->ibuf = NULL;
