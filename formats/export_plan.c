@@ -240,7 +240,8 @@ static fg_status choose(fg_plan_ctx *c, fg_export_tensor *t, fg_export_target tg
 
 /* The tensor's importance-matrix entry, as llama-quantize picks it (see fg_export_options). */
 static fg_status find_weights(const fg_plan_ctx *c, fg_export_tensor *t) {
-  const int64_t experts = t->ndim >= 3 ? (int64_t)t->ne[2] : 1;
+  /* every 2-D matrix of a 3-D or 4-D stack has its slice (llama.cpp's stacks are 3-D) */
+  const int64_t experts = (int64_t)(t->ne[2] * t->ne[3]);
   fg_status st = fg_imatrix_weights_for(c->opt->imatrix, t->name, (int64_t)t->ne[0], experts, &t->weights);
   if (st == FG_ERR_NOT_FOUND || (st == FG_ERR_BAD_SHAPE && fg_mix_category(t->name) == FG_MIX_TOKEN_EMBD)) {
     t->weights = NULL;

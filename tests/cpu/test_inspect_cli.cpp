@@ -146,11 +146,13 @@ TEST(HelpExport, ListsEveryAcceptedTarget) {
   std::istringstream words(modes);
   std::vector<std::string> listed;
   for (std::string w; words >> w;) {
+    while (!w.empty() && (w.back() == ';' || w.back() == ':' || w.back() == ',')) w.pop_back();
     if (w == "|" || w == "(default)") continue;
-    if (w[0] == '(') break;  // the closing remark
-    listed.push_back(w);
+    if (w[0] == '(') break;  // the closing remark on aliases
+    // the names: verbatim, and words with a digit or an underscore (the prose has neither)
+    if (w == "verbatim" || w.find_first_of("0123456789_") != std::string::npos) listed.push_back(w);
   }
-  ASSERT_GE(listed.size(), 20u) << modes;
+  ASSERT_GE(listed.size(), 50u) << modes;
   for (const std::string &w : listed) {
     fg_export_target t;
     fg_status s = fg_export_target_parse(w.c_str(), &t);
@@ -174,6 +176,16 @@ TEST(HelpExport, ListsEveryAcceptedTarget) {
   }
   EXPECT_GE(accepted, 20);
   EXPECT_TRUE(is_listed("nvfp4"));
+  // every llama-quantize mixture is listed and parses as one
+  for (const char *m : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L",
+                        "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0",
+                        "MXFP4_MOE", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M",
+                        "IQ1_S", "IQ1_M", "F16", "BF16", "F32"}) {
+    EXPECT_TRUE(is_listed(m)) << m;
+    fg_export_target t;
+    ASSERT_EQ(fg_export_target_parse(m, &t), FG_OK) << m << ": " << fg_last_error();
+    EXPECT_EQ(t.mode, FG_EXPORT_MODE_MIXTURE) << m;
+  }
 }
 
 }  // namespace
