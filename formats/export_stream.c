@@ -7,8 +7,8 @@
  * prefix of the chunk is complete, so the write(2)s overlap the other threads' encoding and
  * no thread waits for another until the end of the chunk. Only the calling thread writes,
  * so the writer's cancel hook and the progress callback stay on it. Memory: one chunk of
- * output plus a piece of source and of f32 per thread; source pages are released after each
- * chunk. The bytes do not depend on the thread count or the chunk size: the row codecs
+ * output plus a piece of source and of f32 per thread; a chunk's source pages are released
+ * early in the next one. The bytes do not depend on the thread count or the chunk size: the row codecs
  * encode rows independently. */
 #include <inttypes.h>
 #include <omp.h>
@@ -35,6 +35,8 @@ fg_status fg_export_report(fg_export_cursor *c, uint64_t bytes) {
 }
 
 void fg_export_cursor_free(fg_export_cursor *c) {
+  if (c->evict_map) fg_mapping_evict(c->evict_map, c->evict_off, c->evict_len);
+  c->evict_map = NULL;
   free(c->obuf);
   free(c->ibuf);
   free(c->fbuf);
@@ -192,7 +194,6 @@ static fg_status run_chunk(chunk_job *j) {
   fg_status st = grow((void **)&c->done, &c->dcap, j->pieces, 1, "progress");
   if (st) return st;
   for (size_t p = 0; p < j->pieces; p++) atomic_store_explicit(&c->done[p], 0, memory_order_relaxed);
-  fg_mapping_prefetch(map, src_off, src_len);
   chunk_writer wr = {0, 0, FG_OK, ""};
   chunk_errors e = {INT64_MAX, FG_OK, ""};
   const int threads = (size_t)c->threads < j->pieces ? c->threads : (int)j->pieces;
@@ -203,6 +204,12 @@ static fg_status run_chunk(chunk_job *j) {
      * team of its own). The setting lives in this region's task. */
     omp_set_num_threads(1);
     const int tid = omp_get_thread_num();
+    /* The paging hints cost a walk over the chunk's pages: the calling thread gives them
+     * while the others start on the pieces. */
+    if (tid == 0) {
+      fg_mapping_prefetch(map, src_off, src_len);
+      if (c->evict_map) fg_mapping_evict(c->evict_map, c->evict_off, c->evict_len);
+    }
     /* dynamic: pieces are handed out in order (the written prefix follows them), and a
      * thread that the system preempts leaves its share to the others */
 #pragma omp for schedule(dynamic, 1)
@@ -216,7 +223,9 @@ static fg_status run_chunk(chunk_job *j) {
     }
   }
   write_ready(j, &wr, &e); /* what the other threads finished last */
-  fg_mapping_evict(map, src_off, src_len);
+  c->evict_map = map;
+  c->evict_off = src_off;
+  c->evict_len = src_len;
   if (wr.st) return fg_fail(wr.st, "%s", wr.msg);
   if (e.st) return fg_fail(e.st, "%s", e.msg);
   return FG_OK;

@@ -9,7 +9,8 @@
 #include "formats/export_internal.h"
 
 /* Zero-initialised apart from p, w, fn, user and prog; the caller points w at the tensor's
- * output file before each tensor and frees the buffers with fg_export_cursor_free. */
+ * output file before each tensor and frees the buffers with fg_export_cursor_free, while
+ * the source is still open. */
 typedef struct fg_export_cursor {
   const fg_export_plan *p;
   fg_gguf_writer *w;
@@ -22,6 +23,8 @@ typedef struct fg_export_cursor {
   float *fbuf;               /* per thread: one piece decoded to f32 */
   atomic_uchar *done;        /* per piece of the chunk: its output is complete in obuf */
   size_t ocap, icap, fcap, dcap; /* icap and fcap per thread */
+  const fg_mapping *evict_map; /* the last chunk's source pages, released during the next */
+  uint64_t evict_off, evict_len;
 } fg_export_cursor;
 
 /* Adds bytes to the progress and calls the callback: FG_ERR_STATE when it cancels. */
