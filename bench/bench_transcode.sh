@@ -21,6 +21,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-${TMPDIR:-/tmp}/forgia-bench-transcode}
 reps=${REPS:-3}
 py=$root/.venv/bin/python3
+[ -x /usr/bin/time ] || { echo "bench_transcode: /usr/bin/time (GNU time, Debian package time) is needed for peak RSS" >&2; exit 2; }
+"$py" -c "import gguf, numpy" 2>/dev/null ||
+  { echo "bench_transcode: $py with gguf and numpy is needed (scripts/setup.sh makes the .venv)" >&2; exit 2; }
 mkdir -p "$work"
 cd "$work"
 
