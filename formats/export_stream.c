@@ -23,8 +23,11 @@
 /* f32 bytes of one transcoded piece: the piece's source, its floats and its encoding stay
  * in the core's cache between the three steps. */
 #define FG_EXPORT_PIECE_F32 ((uint64_t)256 << 10)
-/* Bytes of one copied piece. */
+/* Bytes of one copied piece, and at most of one copied chunk: a copy needs no f32, so its
+ * chunk stays small (its output buffer and the source pages mapped around it are the
+ * export's memory). */
 #define FG_EXPORT_PIECE_COPY ((uint64_t)1 << 20)
+#define FG_EXPORT_CHUNK_COPY ((uint64_t)16 << 20)
 
 fg_status fg_export_report(fg_export_cursor *c, uint64_t bytes) {
   c->prog.bytes_done += bytes;
@@ -259,7 +262,7 @@ static fg_status grow_slices(fg_export_cursor *c, uint64_t src_bytes, uint64_t f
 
 fg_status fg_export_copy_tensor(fg_export_cursor *c, const fg_ckpt_tensor *s) {
   init_threads(c);
-  const uint64_t step = c->p->opt.chunk_bytes;
+  const uint64_t step = c->p->opt.chunk_bytes < FG_EXPORT_CHUNK_COPY ? c->p->opt.chunk_bytes : FG_EXPORT_CHUNK_COPY;
   for (uint64_t off = 0; off < s->nbytes; off += step) {
     uint64_t len = s->nbytes - off < step ? s->nbytes - off : step;
     chunk_job j = {c, s, NULL, off, len, FG_EXPORT_PIECE_COPY, 0, 0, 0, 0};
