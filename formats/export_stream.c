@@ -1,5 +1,5 @@
 /* Export's data path: each tensor in chunks (as many whole rows as fit in chunk_bytes of f32,
- * or chunk_bytes of bytes for a copy), each chunk cut into pieces that one thread takes
+ * or chunk_bytes of bytes, at most 16 MiB, for a copy), each chunk cut into pieces that one thread takes
  * start to finish in one parallel region: its source bytes copied out of the mapping (a
  * guarded read: a file truncated under the export is a status, not SIGBUS), decoded into
  * the thread's own small f32 buffer, encoded into the chunk's output buffer. The calling
@@ -8,8 +8,8 @@
  * no thread waits for another until the end of the chunk. Only the calling thread writes,
  * so the writer's cancel hook and the progress callback stay on it. Memory: one chunk of
  * output plus a piece of source and of f32 per thread; a chunk's source pages are released
- * early in the next one. The bytes do not depend on the thread count or the chunk size: the row codecs
- * encode rows independently. */
+ * early in the next one. The bytes do not depend on the thread count or the chunk size:
+ * the row codecs encode rows independently. */
 #include <inttypes.h>
 #include <omp.h>
 #include <stdio.h>
@@ -156,9 +156,9 @@ typedef struct chunk_writer {
 } chunk_writer;
 
 /* The first failure among the workers, carried to the calling thread (messages are
- * thread-local). The lowest failing piece is kept, and only pieces after it are skipped:
- * pieces are handed out in order, so every piece before a failure runs, and the message
- * does not depend on the timing. */
+ * thread-local). The lowest failing piece is kept, and only pieces after the lowest failure
+ * seen so far are skipped: the lowest failing piece always runs, so the message does not
+ * depend on which thread got there first. */
 typedef struct chunk_errors {
   _Atomic int64_t first_bad;  /* lowest failed piece; -1: the writer failed */
   fg_status st;
@@ -213,8 +213,9 @@ static fg_status run_chunk(chunk_job *j) {
       fg_mapping_prefetch(map, src_off, src_len);
       if (c->evict_map) fg_mapping_evict(c->evict_map, c->evict_off, c->evict_len);
     }
-    /* dynamic: pieces are handed out in order (the written prefix follows them), and a
-     * thread that the system preempts leaves its share to the others */
+    /* dynamic: pieces are handed out as threads come for them, in order in practice (the
+     * written prefix follows them), and a thread that the system preempts leaves its share
+     * to the others */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t p = 0; p < (int64_t)j->pieces; p++) {
       if (p < atomic_load_explicit(&e.first_bad, memory_order_relaxed)) {
