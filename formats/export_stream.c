@@ -1,15 +1,15 @@
-/* Export's data path: each tensor in chunks (as many whole rows as fit in chunk_bytes of f32,
- * or chunk_bytes of bytes, at most 16 MiB, for a copy), each chunk cut into pieces that one thread takes
- * start to finish in one parallel region: its source bytes copied out of the mapping (a
- * guarded read: a file truncated under the export is a status, not SIGBUS), decoded into
- * the thread's own small f32 buffer, encoded into the chunk's output buffer. The calling
- * thread is one of the workers and also the writer: after each piece it writes whatever
- * prefix of the chunk is complete, so the write(2)s overlap the other threads' encoding and
- * no thread waits for another until the end of the chunk. Only the calling thread writes,
- * so the writer's cancel hook and the progress callback stay on it. Memory: one chunk of
- * output plus a piece of source and of f32 per thread; a chunk's source pages are released
- * early in the next one. The bytes do not depend on the thread count or the chunk size:
- * the row codecs encode rows independently. */
+/* Export's data path: each tensor in chunks (as many whole rows as fit in chunk_bytes of f32;
+ * for a copy, chunk_bytes of bytes, at most 16 MiB), each chunk cut into pieces that one
+ * thread takes start to finish in one parallel region: its source bytes copied out of the
+ * mapping (a guarded read: a file truncated under the export is a status, not SIGBUS),
+ * decoded into the thread's own small f32 buffer, encoded into the chunk's output buffer.
+ * The calling thread is one of the workers and also the writer: after each piece it writes
+ * whatever prefix of the chunk is complete, so the write(2)s overlap the other threads'
+ * encoding and no thread waits for another until the end of the chunk. Only the calling
+ * thread writes, so the writer's cancel hook and the progress callback stay on it. Memory:
+ * one chunk of output plus a piece of source and of f32 per thread; a chunk's source pages
+ * are released early in the next one. The bytes do not depend on the thread count or the
+ * chunk size: the row codecs encode rows independently. */
 #include <inttypes.h>
 #include <omp.h>
 #include <stdio.h>
