@@ -4,7 +4,9 @@
  * Two steps. fg_export_plan_create decides, for every tensor, the type it will have in the
  * output (and why), without reading tensor data; fg_export_run then streams the tensors
  * through the GGUF writer one at a time, so memory stays bounded by a working buffer
- * (options.chunk_bytes of f32 plus its encoding), not by the model.
+ * (one chunk of output, options.chunk_bytes of f32 rows at most, plus a 256 KiB piece per
+ * thread), not by the model. The threads (OpenMP's) each read, decode and encode their own
+ * pieces of a chunk while the calling thread writes; the bytes do not depend on their number.
  *
  * Two kinds of target:
  *   - A single type, named as ggml names it ("q4_K", "q8_0", "f16": "pure"). Policy:
@@ -118,7 +120,7 @@ typedef struct fg_export_tensor_rule {
 typedef struct fg_export_options {
   fg_export_target dtype;    /* global target; zero (UNSET) keeps everything */
   fg_export_target experts;  /* *_exps.weight tensors; UNSET follows dtype */
-  uint64_t chunk_bytes;      /* f32 working buffer per step; 0: 64 MiB. At least one row. */
+  uint64_t chunk_bytes;      /* rows per step, as bytes of f32; 0: 64 MiB. At least one row. */
   /* llama-quantize's options; they apply to both kinds of target. */
   bool pure;                 /* mixture: no per-tensor rules, the default type everywhere */
   bool allow_requantize;     /* a quantized source may be decoded and encoded again */
