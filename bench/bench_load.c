@@ -20,7 +20,11 @@
  * and zeroing, as any first load does) and recycled (fg_load_options.recycle: the previous
  * load's output memory). The row says GB/s of stored (source) bytes and of output bytes; the
  * ratio is load / limit in source bytes; beside it, the codec measured on the load's threads
- * (what the machine gives those threads now) and the ratio to that. Measurements are
+ * (what the machine gives those threads now) and the ratio to that. A fresh row of a
+ * converting case is also set against "codec+first_touch": the codec's time plus the time to
+ * fault the same output bytes into new memory on the same threads (first_touch_pass), what a
+ * load into fresh memory costs when no core is left idle to take the zeroing off it (with an
+ * idle core the loader's prefault thread does: host/load_cpu.c). Measurements are
  * interleaved round by round and the
  * best of --reps rounds is kept, so that a machine shared with other work slows a load and its
  * limit alike. Threads: 1 and the OpenMP default (or --threads N: 1 and N).
@@ -190,6 +194,25 @@ static double read_pass(file_bytes *f, int threads, int kind) {
   return fg_clock_seconds() - t0;
 }
 
+/* Seconds to fault in `bytes` of new memory (fresh_alloc's) with `threads` threads, each its
+ * share of whole huge pages, and give it back: the kernel's first-touch zeroing, which a load
+ * into fresh memory pays on top of its codec unless a core is left idle for it. */
+static double first_touch_pass(size_t bytes, int threads) {
+  void *base;
+  size_t len;
+  const size_t huge = (size_t)2 << 20;
+  double t0 = fg_clock_seconds();
+  uint8_t *p = fresh_alloc(bytes, &base, &len);
+  size_t pages = (bytes + huge - 1) / huge;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < pages; i++) {
+    size_t n = bytes - i * huge < huge ? bytes - i * huge : huge;
+    if (madvise(p + i * huge, n, 23 /* MADV_POPULATE_WRITE */) != 0) memset(p + i * huge, 0, n);
+  }
+  munmap(base, len);
+  return fg_clock_seconds() - t0;
+}
+
 /* A tensor the codec limit converts: its stored bytes in memory and a faulted output. */
 typedef struct codec_job {
   fg_dtype from, to;
@@ -277,6 +300,7 @@ typedef struct bcase {
   codec_set cs;
   fg_model *prev;            /* the last load's model, recycled by the next one */
   double best_load[2], best_rd[RD_KINDS], best_codec, best_codec_t; /* [0] fresh, [1] recycled */
+  double best_touch;         /* first_touch_pass of the output, the load's threads */
 } bcase;
 
 static double load_pass(bcase *c, fg_device *dev, int threads, bool recycle) {
@@ -327,11 +351,17 @@ static void report(const fg_bench *b, const bcase *c, int threads, int mem) {
     snprintf(limit, sizeof limit, "codec_x%d", threads);
     /* the codec's own rows on the same threads, measured: what the machine gives right now */
     double tt = threads > 1 ? (double)c->src_bytes / c->best_codec_t / 1e9 : lim;
+    /* fresh memory, all threads busy: the codec and the first touch one after the other */
+    double roof = (double)c->src_bytes / ((double)c->src_bytes / lim / 1e9 + c->best_touch) / 1e9;
     printf("{\"bench\":\"%s\",\"figure\":\"cpu_load_%s_%s\",\"value\":%.4g,\"unit\":\"GB/s\",\"out_gbs\":%.4g,"
            "\"limit\":\"%s\",\"limit_value\":%.4g,\"ratio\":%.4f,\"codec_1t_gbs\":%.4g,\"codec_measured_gbs\":%.4g,"
-           "\"ratio_measured\":%.4f,\"threads\":%d,\"reps\":%d}\n",
+           "\"ratio_measured\":%.4f,\"first_touch_gbs\":%.4g,\"codec_plus_first_touch_gbs\":%.4g,"
+           "\"ratio_codec_plus_first_touch\":%.4f,\"threads\":%d,\"reps\":%d}\n",
            b->name, c->name, mems[mem], src, out, limit, lim, src / lim, (double)c->src_bytes / c->best_codec / 1e9, tt,
-           src / tt, threads, b->reps);
+           src / tt, (double)c->out_bytes / c->best_touch / 1e9, roof, src / roof, threads, b->reps);
+    if (mem == 0 && threads >= omp_get_num_procs()) /* else the prefault thread has a core */
+      fprintf(stderr, "%-22s %2d %-9s %8.3f %8.3f   %-20s %8.3f  %6.3f\n", c->name, threads, "(roof)", src, out,
+              "codec+first_touch", roof, src / roof);
   }
   double meas = c->copy || threads == 1 ? lim : (double)c->src_bytes / c->best_codec_t / 1e9;
   fprintf(stderr, "%-22s %2d %-9s %8.3f %8.3f   %-20s %8.3f  %6.3f   %8.3f  %6.3f\n", c->name, threads, mems[mem], src,
@@ -342,7 +372,7 @@ static void report(const fg_bench *b, const bcase *c, int threads, int mem) {
 static void run_cases(const fg_bench *b, bcase *cases, int n, fg_device *cpu, int threads) {
   for (int i = 0; i < n; i++) {
     bcase *c = &cases[i];
-    c->best_load[0] = c->best_load[1] = c->best_codec = c->best_codec_t = 0;
+    c->best_load[0] = c->best_load[1] = c->best_codec = c->best_codec_t = c->best_touch = 0;
     for (int k = 0; k < RD_KINDS; k++) c->best_rd[k] = 0;
     (void)load_pass(c, cpu, threads, false); /* warm-up: the file in the page cache, a model to recycle */
   }
@@ -358,6 +388,9 @@ static void run_cases(const fg_bench *b, bcase *cases, int n, fg_device *cpu, in
         keep_min(&c->best_rd[RD_FRESH], read_pass(&c->fb, threads, RD_FRESH));
       } else {
         keep_min(&c->best_codec, codec_pass(&c->cs, 1));
+        fg_model_free(c->prev); /* the first touch in the memory state of the fresh load */
+        c->prev = NULL;
+        keep_min(&c->best_touch, first_touch_pass((size_t)c->out_bytes, threads));
         if (threads > 1) keep_min(&c->best_codec_t, codec_pass(&c->cs, threads));
       }
       keep_min(&c->best_load[0], load_pass(c, cpu, threads, false));
