@@ -88,9 +88,18 @@ static fg_status parse_array(cursor *c, fg_gguf_kvrec *kv) {
   }
   char what[96];
   for (uint64_t j = 0; j < count; j++) {
+    kv->str_offs[j] = (uint64_t)(c->base + c->pos - kv->val);
+    /* A vocabulary has 10^5 strings: the element's name is formatted only for a message
+     * (rd_str's, on the same bytes), not for every string read. */
+    if (remaining(c) >= 8) {
+      uint64_t n = fg_ld_le64(c->base + c->pos);
+      if (n <= FG_GGUF_MAX_STRING && n <= remaining(c) - 8) {
+        c->pos += 8 + n;
+        continue;
+      }
+    }
     const char *p;
     uint64_t n;
-    kv->str_offs[j] = (uint64_t)(c->base + c->pos - kv->val);
     snprintf(what, sizeof what, "element %" PRIu64 " of string array '%.*s'", j,
              (int)(kv->key_len > 40 ? 40 : kv->key_len), kv->key);
     if ((s = rd_str(c, what, &p, &n))) return s;
