@@ -170,7 +170,7 @@ int fg_cmd_cat(int argc, char **argv) {
   const char *args[2] = {NULL, NULL}, *as = NULL;
   const fg_cli_opt opts[] = {{"--as", &as, NULL}};
   static const char *const pos_names[] = {"PATH", "TENSOR"};
-  const fg_cli_spec spec = {"cat", "forgia cat PATH TENSOR [--as f32]", usage, opts, 1, pos_names, args, 2};
+  const fg_cli_spec spec = {"cat", "forgia cat PATH TENSOR [--as f32]", usage, opts, 1, pos_names, args, 2, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
   if (as && strcmp(as, "f32") != 0) return fg_cli_usage_error(&spec, "--as", "takes f32, not '%s'", as);

@@ -316,7 +316,7 @@ static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir)
 int fg_cmd_demo(int argc, char **argv) {
   const char *dir = NULL, *devspec = NULL, *only = NULL;
   const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}, {"--only", &only, NULL}};
-  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 3, NULL, NULL, 0};
+  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 3, NULL, NULL, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (!dir) dir = "forgia-demo";

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "forgia/export.h"
 #include "forgia/export_merge.h"
@@ -25,6 +26,8 @@ const char fg_cmd_export_summary[] = "write a GGUF model (or safetensors checkpo
 static void usage(FILE *f) {
   fprintf(f,
           "usage: forgia export (--from-gguf IN | --from-safetensors FILE|DIR) --out OUT\n"
+          "       forgia export IN OUT [MODE]     (as llama-quantize IN OUT TYPE: IN a GGUF, or a\n"
+          "                     safetensors file or folder; MODE as --dtype)\n"
           "                     [--dtype MODE] [--experts-dtype TYPE] [--dry-run] [--chunk-mib N]\n"
           "                     [--pure] [--allow-requantize] [--leave-output-tensor]\n"
           "                     [--output-tensor-type TYPE] [--token-embedding-type TYPE]\n"
@@ -158,7 +161,28 @@ static void print_totals(const fg_export_plan *p, const char *verb) {
   printf("\n");
 }
 
-static const char synopsis[] = "forgia export --from-gguf IN | --from-safetensors PATH --out OUT [options]";
+static const char synopsis[] =
+    "forgia export --from-gguf IN | --from-safetensors PATH --out OUT [options], or IN OUT [MODE] [options]";
+
+/* The positional form, as llama-quantize is called: IN OUT [MODE] into the flags' places. A
+ * folder or a *.safetensors name is a safetensors source, anything else a GGUF (whose open
+ * says clearly what it is not). */
+static int take_positional(const fg_cli_spec *spec, const char *const pos[3], const char **from_gguf,
+                           const char **from_st, const char **out, const char **dtype) {
+  if (!pos[0]) return FG_CLI_GO;
+  if (*from_gguf || *from_st)
+    return fg_cli_usage_error(spec, pos[0], "the input is given twice (positional and --from-*)");
+  if (pos[1] && *out) return fg_cli_usage_error(spec, pos[1], "the output is given twice (positional and --out)");
+  if (pos[2] && *dtype) return fg_cli_usage_error(spec, pos[2], "the mode is given twice (positional and --dtype)");
+  struct stat st;
+  size_t n = strlen(pos[0]);
+  bool st_src = (stat(pos[0], &st) == 0 && S_ISDIR(st.st_mode)) ||
+                (n >= 12 && strcmp(pos[0] + n - 12, ".safetensors") == 0);
+  *(st_src ? from_st : from_gguf) = pos[0];
+  if (pos[1]) *out = pos[1];
+  if (pos[2]) *dtype = pos[2];
+  return FG_CLI_GO;
+}
 
 static int target_error(const fg_cli_spec *spec, const char *flag) {
   char problem[512];
@@ -355,12 +379,15 @@ int fg_cmd_export(int argc, char **argv) {
                              {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
                              {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
                              {"--imatrix", &imatrix, NULL},     {"--keep-split", NULL, &keep_split}};
-  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0};
+  static const char *const pos_names[3] = {"IN", "OUT", "MODE"};
+  const char *pos[3] = {NULL, NULL, NULL};
+  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, pos, 3, 3};
   fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
   fg_tensor_types_cli tt = {0};
   int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);
   if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
   if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
+  if (rc == FG_CLI_GO) rc = take_positional(&spec, pos, &from_gguf, &from_st, &out, &dtype);
   if (rc != FG_CLI_GO) {
     fg_ptqtp_cli_free(&ptqtp);
     fg_tensor_types_cli_free(&tt);

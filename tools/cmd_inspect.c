@@ -366,7 +366,7 @@ int fg_cmd_inspect(int argc, char **argv) {
   bool json = false, full = false;
   const fg_cli_opt opts[] = {{"--json", NULL, &json}, {"--full", NULL, &full}};
   static const char *const pos_names[] = {"PATH"};
-  const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full]", usage, opts, 2, pos_names, &path, 1};
+  const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full]", usage, opts, 2, pos_names, &path, 1, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (fg_cli_is_train_dir(path)) return fg_cli_inspect_train_dir(path, json, full); /* inspect_dir.c */

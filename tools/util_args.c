@@ -78,7 +78,7 @@ int fg_cli_parse(const fg_cli_spec *s, int argc, char **argv) {
     if (!*val) return fg_cli_usage_error(s, o->name, "empty value");
     *o->value = val;
   }
-  if (npos < s->n_pos) return fg_cli_usage_error(s, s->pos_names[npos], "missing");
+  if (npos + s->n_pos_optional < s->n_pos) return fg_cli_usage_error(s, s->pos_names[npos], "missing");
   return FG_CLI_GO;
 }
 

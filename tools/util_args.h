@@ -24,9 +24,10 @@ typedef struct fg_cli_spec {
   void (*help)(FILE *f);          /* the text of `forgia help CMD` */
   const fg_cli_opt *opts;
   size_t n_opts;
-  const char *const *pos_names;   /* positional arguments, every one required ("PATH") */
+  const char *const *pos_names;   /* positional arguments ("PATH") */
   const char **pos;               /* where they go */
   size_t n_pos;
+  size_t n_pos_optional;          /* how many of the last ones may be left out (0: all required) */
 } fg_cli_spec;
 
 #define FG_CLI_GO (-1)

@@ -90,4 +90,33 @@ TEST_F(Cli, MixtureNeedsAGgufWithAnArchitecture) {
       << err;
 }
 
+// llama-quantize's own form, IN OUT TYPE: the same file as the flags write, byte for byte; the
+// input, output or mode given both ways is a usage error that writes nothing.
+TEST_F(Cli, PositionalFormIsTheFlagsForm) {
+  const std::string a = dir.file("flags.gguf"), b = dir.file("positional.gguf");
+  ASSERT_EQ(fgt::run(cli() + " export --from-gguf " + model + " --out " + a + " --dtype Q4_K_M", &out, &err), 0) << err;
+  ASSERT_EQ(fgt::run(cli() + " export " + model + " " + b + " Q4_K_M", &out, &err), 0) << err;
+  EXPECT_EQ(fgt::sha256_file(a), fgt::sha256_file(b));
+  const std::string c = dir.file("positional_flag.gguf");
+  ASSERT_EQ(fgt::run(cli() + " export " + model + " " + c + " --dtype Q4_K_M", &out, &err), 0) << err;
+  EXPECT_EQ(fgt::sha256_file(a), fgt::sha256_file(c));
+  const auto before = fgx::list_dir(dir.path);
+  const std::string o = dir.file("o.gguf");
+  const struct {
+    std::string args, says;
+  } bad[] = {
+      {model + " " + o + " Q4_K_M --dtype Q8_0", "mode is given twice"},
+      {model + " " + o + " --out " + o, "output is given twice"},
+      {model + " --from-gguf " + model + " --out " + o, "input is given twice"},
+      {model + " " + o + " Q4_K_M extra", "unexpected argument"},
+      {model, "--out"},
+  };
+  for (const auto &k : bad) {
+    SCOPED_TRACE(k.args);
+    EXPECT_EQ(fgt::run(cli() + " export " + k.args, &out, &err), 2) << err;
+    EXPECT_NE(err.find(k.says), std::string::npos) << err;
+  }
+  EXPECT_EQ(fgx::list_dir(dir.path), before);
+}
+
 }  // namespace
