@@ -54,17 +54,19 @@ static void fg_iq_build(int which) {
   const int nmap = 1 << (d.bits * d.dim);
   const int mask = (1 << d.bits) - 1;
   int8_t *pts = (int8_t *)malloc((size_t)d.ngrid * (size_t)d.dim);
+  float *ptsf = (float *)malloc((size_t)d.ngrid * (size_t)d.dim * sizeof *ptsf);
   int32_t *map = (int32_t *)malloc((size_t)nmap * sizeof *map);
   int *d2 = (int *)malloc((size_t)d.ngrid * sizeof *d2);
   uint16_t *nb = NULL;
   size_t nnb = 0, cap = 0;
-  if (!pts || !map || !d2) goto fail;
+  if (!pts || !ptsf || !map || !d2) goto fail;
   for (int i = 0; i < nmap; i++) map[i] = FG_IQ_NO_LIST;
   for (int j = 0; j < d.ngrid; j++) {
     int idx = 0;
     for (int k = 0; k < d.dim; k++) {
       const int l = fg_iq_level(which, j, k);
       pts[j * d.dim + k] = (int8_t)(2 * l + 1);
+      ptsf[j * d.dim + k] = (float)(2 * l + 1);
       idx |= l << (d.bits * k);
     }
     map[idx] = j;
@@ -115,10 +117,11 @@ static void fg_iq_build(int which) {
         if (d2[j] == limits[q]) nb[nnb++] = (uint16_t)j;
   }
   free(d2);
-  fg_iq_tabs[which] = (fg_iq_tab){d.ngrid, d.dim, d.bits, pts, map, nb};
+  fg_iq_tabs[which] = (fg_iq_tab){d.ngrid, d.dim, d.bits, pts, map, nb, ptsf, d.maxl};
   return;
 fail:
   free(pts);
+  free(ptsf);
   free(map);
   free(d2);
   free(nb);
@@ -145,26 +148,165 @@ const fg_iq_tab *fg_iq_tab_get(int which) {
   return fg_iq_tabs[which].pts ? &fg_iq_tabs[which] : NULL;
 }
 
+/* The neighbour search runs four candidates at a time, one per lane: each lane sums its
+ * candidate's dim terms in ggml's order (the same f32 operations as the scalar loop), so only
+ * the order in which candidates are compared changes. Each lane keeps its first strict
+ * minimum and its position in the list; the lanes' minima are then merged by value, ties to
+ * the earlier position: the entry a sequential scan with strict < keeps. A short last group
+ * repeats its first candidate, whose later position never wins a tie. */
+static void fg_iq_transpose4(fg_qvf *r0, fg_qvf *r1, fg_qvf *r2, fg_qvf *r3) {
+#if defined(__SSE2__)
+  __m128 a = (__m128)*r0, b = (__m128)*r1, c = (__m128)*r2, d = (__m128)*r3;
+  _MM_TRANSPOSE4_PS(a, b, c, d);
+  *r0 = (fg_qvf)a, *r1 = (fg_qvf)b, *r2 = (fg_qvf)c, *r3 = (fg_qvf)d;
+#else
+  const fg_qvf a = *r0, b = *r1, c = *r2, d = *r3;
+  *r0 = (fg_qvf){a[0], b[0], c[0], d[0]};
+  *r1 = (fg_qvf){a[1], b[1], c[1], d[1]};
+  *r2 = (fg_qvf){a[2], b[2], c[2], d[2]};
+  *r3 = (fg_qvf){a[3], b[3], c[3], d[3]};
+#endif
+}
+
+/* The position (1..count) in list nb of the best entry, or -1; dim a constant 4 or 8 once
+ * inlined into the two searches below. */
+static inline __attribute__((always_inline)) int fg_iq_search(const float *ptsf, const uint16_t *nb, const float *xval,
+                                                              const float *w, float scale, const int dim) {
+  const int n = nb[0];
+  const fg_qvf sv = {scale, scale, scale, scale};
+  fg_qvf xv[8], wv[8];
+  for (int i = 0; i < dim; i++) {
+    xv[i] = (fg_qvf){xval[i], xval[i], xval[i], xval[i]};
+    wv[i] = (fg_qvf){w[i], w[i], w[i], w[i]};
+  }
+  const float fmax = 3.40282347e38f; /* FLT_MAX: a distance that is not below it (Inf, NaN) is never taken */
+  fg_qvf best = {fmax, fmax, fmax, fmax};
+  fg_qvi bpos = {-1, -1, -1, -1}, pos = {1, 2, 3, 4};
+  for (int j = 1; j <= n; j += 4, pos += 4) {
+    const float *p0 = ptsf + (size_t)nb[j] * dim;
+    const float *p1 = j + 1 <= n ? ptsf + (size_t)nb[j + 1] * dim : p0;
+    const float *p2 = j + 2 <= n ? ptsf + (size_t)nb[j + 2] * dim : p0;
+    const float *p3 = j + 3 <= n ? ptsf + (size_t)nb[j + 3] * dim : p0;
+    fg_qvf d = {0, 0, 0, 0};
+    for (int h = 0; h < dim; h += 4) {
+      fg_qvf q[4] = {fg_qv_load(p0 + h), fg_qv_load(p1 + h), fg_qv_load(p2 + h), fg_qv_load(p3 + h)};
+      fg_iq_transpose4(&q[0], &q[1], &q[2], &q[3]);
+      for (int i = 0; i < 4; i++) {
+        const fg_qvf diff = sv * q[i] - xv[h + i];
+        d += wv[h + i] * diff * diff;
+      }
+    }
+    const fg_qvi lt = d < best;
+    best = FG_QV_SEL(lt, d, best);
+    bpos = (lt & pos) | (~lt & bpos);
+  }
+  /* the lanes' least value (never NaN: only values below FLT_MAX replace it), then the
+   * earliest lane holding it */
+  float bv = best[0];
+  for (int k = 1; k < 4; k++) bv = best[k] < bv ? best[k] : bv;
+  if (!(bv < fmax)) return -1;
+  int bp = n + 1;
+  for (int k = 0; k < 4; k++)
+    if (best[k] == bv && bpos[k] < bp) bp = bpos[k];
+  return bp;
+}
+
+static int fg_iq_search4(const float *ptsf, const uint16_t *nb, const float *xval, const float *w, float scale) {
+  return fg_iq_search(ptsf, nb, xval, w, scale, 4);
+}
+
+static int fg_iq_search8(const float *ptsf, const uint16_t *nb, const float *xval, const float *w, float scale) {
+  return fg_iq_search(ptsf, nb, xval, w, scale, 8);
+}
+
 int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale,
                          int8_t *L) {
   if (code == FG_IQ_NO_LIST) return -1;
   const uint16_t *nb = t->nb + (-(int64_t)code - 1);
-  float best = 3.40282347e38f; /* FLT_MAX: a distance that is not below it (Inf, NaN) is never taken */
-  int gi = -1;
-  for (int j = 1; j <= nb[0]; j++) {
-    const int8_t *pg = t->pts + (size_t)nb[j] * (size_t)t->dim;
-    float d2 = 0;
-    for (int i = 0; i < t->dim; i++) {
-      const float diff = scale * pg[i] - xval[i];
-      d2 += w[i] * diff * diff;
-    }
-    if (d2 < best) {
-      best = d2;
-      gi = nb[j];
-    }
-  }
-  if (gi < 0) return -1;
+  const int bp = t->dim == 8 ? fg_iq_search8(t->ptsf, nb, xval, w, scale) : fg_iq_search4(t->ptsf, nb, xval, w, scale);
+  if (bp < 0) return -1;
+  const int gi = nb[bp];
   const int8_t *pg = t->pts + (size_t)gi * (size_t)t->dim;
-  for (int i = 0; i < t->dim; i++) L[i] = (int8_t)((pg[i] - 1) / 2);
+  for (int i = 0; i < t->dim; i++) L[i] = (int8_t)((pg[i] - 1) >> 1); /* pg[i] = 2l+1 > 0 */
   return gi;
+}
+
+int fg_iq_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale) {
+  if (code == FG_IQ_NO_LIST) return -1;
+  const uint16_t *nb = t->nb + (-(int64_t)code - 1);
+  const int bp = t->dim == 8 ? fg_iq_search8(t->ptsf, nb, xval, w, scale) : fg_iq_search4(t->ptsf, nb, xval, w, scale);
+  return bp < 0 ? -1 : nb[bp];
+}
+
+/* The trials run four at a time, one per lane: the levels, grid indices and the two sums of
+ * a trial are its lane's (each sum in ggml's element order), the neighbour searches are
+ * scalar per lane and group, and the trials are then taken or not in order. n and dim are
+ * constants once inlined into the three instances below. */
+static inline __attribute__((always_inline)) int fg_iq_trials_n(const fg_iq_tab *t, const int n, const int dim,
+                                                                const float *xval, const float *weight,
+                                                                const float *waux, const float *ids, int ntrial,
+                                                                int8_t *L, float *scale, float *best, unsigned *on_grid) {
+  const int ng = n / dim, bits = t->bits;
+  const fg_qvi maxl = {t->maxl, t->maxl, t->maxl, t->maxl}, zero = {0, 0, 0, 0};
+  fg_qvf wx[32], wv[32], xv[32];
+  for (int i = 0; i < n; i++) {
+    const float a = weight[i] * xval[i];
+    wx[i] = (fg_qvf){a, a, a, a};
+    wv[i] = (fg_qvf){weight[i], weight[i], weight[i], weight[i]};
+    xv[i] = (fg_qvf){xval[i], xval[i], xval[i], xval[i]};
+  }
+  for (int t0 = 0; t0 < ntrial; t0 += 4) {
+    const int nl = ntrial - t0 < 4 ? ntrial - t0 : 4;
+    fg_qvf id;
+    for (int k = 0; k < 4; k++) id[k] = ids[t0 + (k < nl ? k : 0)];
+    fg_qvi lv[32];
+    int32_t u[8][4];
+    for (int g = 0; g < ng; g++) {
+      fg_qvi ug = zero;
+      for (int i = 0; i < dim; i++) {
+        const fg_qvf v = 0.5f * (id * xv[g * dim + i] - 1) + 12582912.0f; /* fg_nearest_int */
+        fg_qvi l = ((fg_qvi)v & 0x007fffff) - 0x00400000;
+        l = ((l > maxl) & maxl) | ((l <= maxl) & l);
+        l &= l > zero;
+        lv[g * dim + i] = l;
+        ug |= l << (bits * i);
+      }
+      memcpy(u[g], &ug, sizeof ug);
+    }
+    const fg_qvf ts = 1 / id;
+    unsigned og[4] = {0, 0, 0, 0};
+    for (int k = 0; k < nl; k++)
+      for (int g = 0; g < ng; g++) {
+        const int32_t code = t->map[u[g][k]];
+        if (code >= 0) {
+          og[k] |= 1u << g;
+          continue;
+        }
+        const int gi = fg_iq_neighbour(t, code, xval + g * dim, waux + g * dim, ts[k]);
+        if (gi < 0) return 0;
+        const int8_t *pg = t->pts + (size_t)gi * (size_t)dim;
+        for (int i = 0; i < dim; i++) lv[g * dim + i][k] = (pg[i] - 1) >> 1;
+      }
+    fg_qvf sqx = {0, 0, 0, 0}, sq2 = {0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+      const fg_qvf q = __builtin_convertvector(2 * lv[i] + 1, fg_qvf);
+      sqx += wx[i] * q;
+      sq2 += wv[i] * q * q;
+    }
+    for (int k = 0; k < nl; k++)
+      if (sq2[k] > 0 && sqx[k] * sqx[k] > *best * sq2[k]) {
+        *scale = sqx[k] / sq2[k];
+        *best = *scale * sqx[k];
+        for (int i = 0; i < n; i++) L[i] = (int8_t)lv[i][k];
+        *on_grid = og[k];
+      }
+  }
+  return 1;
+}
+
+int fg_iq_trials(const fg_iq_tab *t, int n, const float *xval, const float *weight, const float *waux, const float *ids,
+                 int ntrial, int8_t *L, float *scale, float *best, unsigned *on_grid) {
+  if (t->dim == 4) return fg_iq_trials_n(t, 32, 4, xval, weight, waux, ids, ntrial, L, scale, best, on_grid);
+  if (n == 16) return fg_iq_trials_n(t, 16, 8, xval, weight, waux, ids, ntrial, L, scale, best, on_grid);
+  return fg_iq_trials_n(t, 32, 8, xval, weight, waux, ids, ntrial, L, scale, best, on_grid);
 }

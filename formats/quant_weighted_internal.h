@@ -43,6 +43,8 @@ typedef struct fg_iq_tab {
   const int8_t *pts;   /* ngrid x dim coordinates 2l+1 */
   const int32_t *map;  /* 2^(bits*dim): grid entry, -(offset+1) into nb, or FG_IQ_NO_LIST */
   const uint16_t *nb;  /* neighbour lists: count, then entries */
+  const float *ptsf;   /* pts as floats: the searches load 4 coordinates at once */
+  int maxl;            /* the encoders' largest level (their clamp) */
 } fg_iq_tab;
 /* The tables for FG_IQT_*; NULL when they could not be allocated. Thread-safe. */
 const fg_iq_tab *fg_iq_tab_get(int which);
@@ -51,6 +53,18 @@ const fg_iq_tab *fg_iq_tab_get(int which);
  * Returns the entry, or -1 when none qualifies (ggml asserts there: the encoders refuse). */
 int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale,
                          int8_t *L);
+
+/* The same search without L. */
+int fg_iq_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale);
+/* ggml's trial loop of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S over n (16 or 32)
+ * magnitudes xval in groups of t->dim, in trial order: trial k rounds xval * ids[k] to levels
+ * 0..t->maxl, moves the groups off the grid to their best neighbour at scale 1 / ids[k], and
+ * is taken when sumq2 > 0 and sumqx^2 > *best * sumq2 (sums of weight * xval * q and
+ * weight * q^2, q = 2l + 1), which sets *scale = sumqx / sumq2, *best = *scale * sumqx, L to
+ * its levels and *on_grid to its groups on the grid (bit g for group g). Returns 0 when a
+ * search finds nothing (ggml asserts: the encoders refuse the block). */
+int fg_iq_trials(const fg_iq_tab *t, int n, const float *xval, const float *weight, const float *waux, const float *ids,
+                 int ntrial, int8_t *L, float *scale, float *best, unsigned *on_grid);
 
 /* The grid encoders can fail where ggml aborts (no neighbour below FLT_MAX, a NaN scale):
  * they return -1 when the row is encoded, else the index of the refused block in the row.

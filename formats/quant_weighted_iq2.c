@@ -81,32 +81,14 @@ static float fg_iq2_sigma2(const float *x, int twice) {
  * groups left off the grid redone at the chosen scale. Returns 0 when a search fails. */
 static int fg_iq2_fit16(const fg_iq_tab *t, const float *xval, const float *weight, const float *waux, float max,
                         int8_t *L, float *scale_out) {
-  int8_t Laux[16];
-  int on_grid[2] = {1, 1}, aux[2];
-  float best = 0, scale = max / 5;
-  for (int is = -9; is <= 9; is++) {
-    const float id = (5 + is * 0.1f) / max;
-    const float this_scale = 1 / id;
-    for (int k = 0; k < 2; k++) {
-      const int u = fg_iq2_index(xval + 8 * k, id, Laux + 8 * k);
-      aux[k] = t->map[u] >= 0;
-      if (!aux[k] && fg_iq_best_neighbour(t, t->map[u], xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k) < 0)
-        return 0;
-    }
-    float sumqx, sumq2;
-    fg_iq2_sums(16, weight, xval, Laux, &sumqx, &sumq2);
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      scale = sumqx / sumq2;
-      best = scale * sumqx;
-      memcpy(L, Laux, 16);
-      on_grid[0] = aux[0];
-      on_grid[1] = aux[1];
-    }
-  }
-  if ((!on_grid[0] || !on_grid[1]) && scale > 0) {
+  float ids[19], best = 0, scale = max / 5;
+  unsigned on_grid = 3;
+  for (int is = -9; is <= 9; is++) ids[is + 9] = (5 + is * 0.1f) / max;
+  if (!fg_iq_trials(t, 16, xval, weight, waux, ids, 19, L, &scale, &best, &on_grid)) return 0;
+  if (on_grid != 3 && scale > 0) {
     const float id = 1 / scale;
     for (int k = 0; k < 2; k++) {
-      if (on_grid[k]) continue;
+      if (on_grid >> k & 1) continue;
       const int u = fg_iq2_index(xval + 8 * k, id, L + 8 * k);
       if (t->map[u] < 0 && fg_iq_best_neighbour(t, t->map[u], xval + 8 * k, waux + 8 * k, scale, L + 8 * k) < 0)
         return 0;
@@ -121,7 +103,7 @@ static int fg_iq2_fit16(const fg_iq_tab *t, const float *xval, const float *weig
 
 int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n) {
   float scales[8], weight[32], waux[32], xval[32];
-  int8_t L[32], Laux[32];
+  int8_t L[32];
   uint8_t signs[4];
   for (int64_t ibl = 0; ibl < n / 256; ibl++, y += 66) {
     uint32_t q2[16] = {0};
@@ -148,23 +130,10 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
         memset(L, 0, 32);
         continue;
       }
-      float best = 0;
-      for (int is = -6; is <= 6; is++) {
-        const float id = (5 + is * 0.1f) / eff_max;
-        const float this_scale = 1 / id;
-        for (int k = 0; k < 4; k++) {
-          const int u = fg_iq2_index(xval + 8 * k, id, Laux + 8 * k);
-          if (t->map[u] < 0 && fg_iq_best_neighbour(t, t->map[u], xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k) < 0)
-            return ibl;
-        }
-        float sumqx, sumq2;
-        fg_iq2_sums(32, weight, xval, Laux, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-          scale = sumqx / sumq2;
-          best = scale * sumqx;
-          memcpy(L, Laux, 32);
-        }
-      }
+      float ids[13], best = 0;
+      unsigned on_grid = 0;
+      for (int is = -6; is <= 6; is++) ids[is + 6] = (5 + is * 0.1f) / eff_max;
+      if (!fg_iq_trials(t, 32, xval, weight, waux, ids, 13, L, &scale, &best, &on_grid)) return ibl;
       if (scale > 0) {
         const float id = 1 / scale;
         for (int k = 0; k < 4; k++) {

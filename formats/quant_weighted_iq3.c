@@ -26,39 +26,16 @@ static int fg_iq3_index(const float *xval, float id, int8_t *L) {
  * search finds nothing (the block is refused). */
 static int fg_iq3_fit(const fg_iq_tab *t, const float *xval, const float *weight, const float *waux, float max,
                       int ntry, int xxs, int8_t *L, float *scale_out) {
-  int8_t Laux[32];
-  int on_grid[8], on_grid_aux[8];
+  float ids[31];
+  for (int is = -ntry; is <= ntry; is++) ids[is + ntry] = (15 + is * 0.2f) / max;
   float best = 0;
   float scale = max / 15;
-  for (int k = 0; k < 8; k++) on_grid[k] = xxs;
-  for (int is = -ntry; is <= ntry; is++) {
-    const float id = (15 + is * 0.2f) / max;
-    const float this_scale = 1 / id;
-    for (int k = 0; k < 8; k++) {
-      const int u = fg_iq3_index(xval + 4 * k, id, Laux + 4 * k);
-      on_grid_aux[k] = t->map[u] >= 0;
-      if (t->map[u] < 0 && fg_iq_best_neighbour(t, t->map[u], xval + 4 * k, waux + 4 * k, this_scale, Laux + 4 * k) < 0)
-        return 0;
-    }
-    float sumqx = 0, sumq2 = 0;
-    for (int i = 0; i < 32; i++) {
-      const float q = (float)(2 * Laux[i] + 1);
-      sumqx += weight[i] * xval[i] * q;
-      sumq2 += weight[i] * q * q;
-    }
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      scale = sumqx / sumq2;
-      best = scale * sumqx;
-      memcpy(L, Laux, 32);
-      for (int k = 0; k < 8; k++) on_grid[k] = on_grid_aux[k];
-    }
-  }
-  int off = 0;
-  for (int k = 0; k < 8; k++) off += !on_grid[k];
-  if (off > 0 && scale > 0) {
+  unsigned on_grid = xxs ? 0xffu : 0u;
+  if (!fg_iq_trials(t, 32, xval, weight, waux, ids, 2 * ntry + 1, L, &scale, &best, &on_grid)) return 0;
+  if (on_grid != 0xffu && scale > 0) {
     const float id = 1 / scale;
     for (int k = 0; k < 8; k++) {
-      if (xxs && on_grid[k]) continue;
+      if (xxs && (on_grid >> k & 1)) continue;
       int8_t Lt[4];
       const int u = fg_iq3_index(xval + 4 * k, id, Lt);
       int gi = t->map[u];
