@@ -149,6 +149,10 @@ void fg_qenc_nvfp4(const float *x, uint8_t *y);
 void fg_qenc_iq4_nl(const float *x, uint8_t *y);
 void fg_qenc_iq4_xs(const float *x, uint8_t *y);
 
+/* quant_iq1_rows.c: nb blocks of IQ1_S / IQ1_M decoded into y (the host's row decoders). */
+void fg_dec_rows_iq1_s(const uint8_t *b, float *y, int64_t nb);
+void fg_dec_rows_iq1_m(const uint8_t *b, float *y, int64_t nb);
+
 #ifdef __cplusplus
 }
 #endif

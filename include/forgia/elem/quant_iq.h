@@ -66,16 +66,46 @@ static inline FG_HD fg_iq_bytes4 fg_iq_split4(uint32_t g) {
   return v;
 }
 
-/* 8 values db * grid[k] * sign(k) of a u64 magnitude grid entry. */
+#if !defined(__CUDA_ARCH__)
+/* On the host, the sign bits of a sign byte as the eight xor masks of its lanes (bit 31 of
+ * lane j where bit j is set), one 32-byte row per byte: a lane's mask is a load, not a
+ * variable shift, so the 8 values of a group are one vector multiply and one vector xor.
+ * (IQ2_XXS decode: 1.56x the shifts, 1.3x ggml's select of -1.f / 1.f; the same bits.) */
+#define FG_IQ_SM(i, j) ((((i) >> (j)) & 1) ? 0x80000000u : 0u)
+#define FG_IQ_SM1(i) {FG_IQ_SM(i, 0), FG_IQ_SM(i, 1), FG_IQ_SM(i, 2), FG_IQ_SM(i, 3), \
+                      FG_IQ_SM(i, 4), FG_IQ_SM(i, 5), FG_IQ_SM(i, 6), FG_IQ_SM(i, 7)}
+#define FG_IQ_SM4(i) FG_IQ_SM1(i), FG_IQ_SM1((i) + 1), FG_IQ_SM1((i) + 2), FG_IQ_SM1((i) + 3)
+#define FG_IQ_SM16(i) FG_IQ_SM4(i), FG_IQ_SM4((i) + 4), FG_IQ_SM4((i) + 8), FG_IQ_SM4((i) + 12)
+#define FG_IQ_SM64(i) FG_IQ_SM16(i), FG_IQ_SM16((i) + 16), FG_IQ_SM16((i) + 32), FG_IQ_SM16((i) + 48)
+static const uint32_t fg_iq_sign_masks_h[256][8] = {FG_IQ_SM64(0), FG_IQ_SM64(64), FG_IQ_SM64(128),
+                                                     FG_IQ_SM64(192)};
+#undef FG_IQ_SM64
+#undef FG_IQ_SM16
+#undef FG_IQ_SM4
+#undef FG_IQ_SM1
+#undef FG_IQ_SM
+#endif
+
+/* 8 values db * grid[k] * sign(k) of a u64 magnitude grid entry; signs is a byte. */
 static inline FG_HD void fg_iq_put8(float db, uint64_t g, unsigned signs, float *FG_RESTRICT y) {
   const fg_iq_bytes8 v = fg_iq_split8(g);
+#if defined(__CUDA_ARCH__)
   for (int k = 0; k < 8; k++) y[k] = fg_iq_signed(db * (float)v.b[k], signs, k);
+#else
+  const uint32_t *m = fg_iq_sign_masks_h[signs & 255u];
+  for (int k = 0; k < 8; k++) y[k] = fg_bits_f32(fg_f32_bits(db * (float)v.b[k]) ^ m[k]);
+#endif
 }
 
-/* 4 values of a u32 magnitude grid entry, with sign bits first..first+3. */
+/* 4 values of a u32 magnitude grid entry, with sign bits first..first+3 (first 0 or 4). */
 static inline FG_HD void fg_iq_put4(float db, uint32_t g, unsigned signs, int first, float *FG_RESTRICT y) {
   const fg_iq_bytes4 v = fg_iq_split4(g);
+#if defined(__CUDA_ARCH__)
   for (int k = 0; k < 4; k++) y[k] = fg_iq_signed(db * (float)v.b[k], signs, first + k);
+#else
+  const uint32_t *m = fg_iq_sign_masks_h[signs & 255u] + first;
+  for (int k = 0; k < 4; k++) y[k] = fg_bits_f32(fg_f32_bits(db * (float)v.b[k]) ^ m[k]);
+#endif
 }
 
 /* Group scale d * (0.5 + s) * f of IQ2_XXS, IQ2_XS, IQ2_S (f = 0.25) and IQ3_XXS (f = 0.5). */
