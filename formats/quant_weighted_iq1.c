@@ -28,8 +28,9 @@
 static const float fg_iq1_xp[3] = {-1 + FG_IQ1_DELTA_W, FG_IQ1_DELTA_W, 1 + FG_IQ1_DELTA_W};
 static const float fg_iq1_xm[3] = {-1 - FG_IQ1_DELTA_W, -FG_IQ1_DELTA_W, 1 - FG_IQ1_DELTA_W};
 
-/* Per grid entry, where each coordinate's term sits in the neighbour search's table:
- * 8 * level + coordinate. Built once from the shared grid table. */
+/* Per grid entry, where its terms sit in the neighbour search's tables (fg_iq1_neighbour):
+ * [0] its first four levels l0 + 3*l1 + 9*l2 + 27*l3 (the partial sums), [1..4] 8*l + i for
+ * coordinates i = 4..7 (the terms). Built once from the shared grid table. */
 static uint8_t fg_iq1_off[2048][8];
 static pthread_once_t fg_iq1_once = PTHREAD_ONCE_INIT;
 static const fg_iq_tab *fg_iq1_tab;
@@ -37,8 +38,12 @@ static const fg_iq_tab *fg_iq1_tab;
 static void fg_iq1_build(void) {
   const fg_iq_tab *t = fg_iq_tab_get(FG_IQT_1S);
   if (!t) return;
-  for (int j = 0; j < 2048; j++)
-    for (int i = 0; i < 8; i++) fg_iq1_off[j][i] = (uint8_t)(8 * ((t->pts[8 * j + i] - 1) / 2) + i);
+  for (int j = 0; j < 2048; j++) {
+    int l[8];
+    for (int i = 0; i < 8; i++) l[i] = (t->pts[8 * j + i] - 1) / 2;
+    fg_iq1_off[j][0] = (uint8_t)(l[0] + 3 * l[1] + 9 * l[2] + 27 * l[3]);
+    for (int i = 4; i < 8; i++) fg_iq1_off[j][i - 3] = (uint8_t)(8 * l[i] + i);
+  }
   fg_iq1_tab = t;
 }
 
@@ -51,8 +56,24 @@ static int fg_iq1_ready(const fg_iq_tab *t) {
 
 static fg_qvf fg_iq1_splat(float v) { return (fg_qvf){v, v, v, v}; }
 
-/* Indices of x[0..n) in ascending order of value, ties in index order. */
-static void fg_iq1_sort(const float *x, int n, int *idx) {
+/* Indices of x[0..n) in ascending order of value, ties in index order (n 16 or 32). Without
+ * ties the place of x[j] is the count of x[k] <= x[j] less one (itself), counted four j at a
+ * time (a true compare lane is -1); those counts add up to n(n+1)/2 exactly when no two
+ * values are equal, else an insertion sort keeps equal values in index order. */
+static inline __attribute__((always_inline)) void fg_iq1_sort(const float *x, const int n, int *idx) {
+  fg_qvf xv[8];
+  fg_qvi cnt[8], tot = {0, 0, 0, 0};
+  for (int v = 0; v < n / 4; v++) xv[v] = fg_qv_load(x + 4 * v), cnt[v] = tot;
+  for (int k = 0; k < n; k++) {
+    const fg_qvf xk = fg_iq1_splat(x[k]);
+    for (int v = 0; v < n / 4; v++) cnt[v] += xk <= xv[v];
+  }
+  for (int v = 0; v < n / 4; v++) tot += cnt[v];
+  if (tot[0] + tot[1] + tot[2] + tot[3] == -n * (n + 1) / 2) {
+    for (int v = 0; v < n / 4; v++)
+      for (int l = 0; l < 4; l++) idx[-cnt[v][l] - 1] = 4 * v + l;
+    return;
+  }
   for (int j = 0; j < n; j++) {
     int k = j;
     while (k > 0 && x[idx[k - 1]] > x[j]) {
@@ -67,7 +88,11 @@ static void fg_iq1_sort(const float *x, int n, int *idx) {
  * first on ties, below FLT_MAX; -1 when none (ggml then scans the whole grid reading past its
  * group, and asserts: refused here). The term of coordinate i at level l is the same for
  * every candidate, so it is computed once (ggml's operations: diff = scale*q - x, w*diff*diff);
- * a candidate's distance adds its 8 terms in coordinate order starting from 0, as ggml does. */
+ * a candidate's distance adds its 8 terms in coordinate order starting from 0, as ggml does,
+ * and the 81 ways to begin (the sums over the first four coordinates) are computed once too.
+ * The terms are >= 0 (w >= 0) and rounding is monotonic, so a distance never drops below a
+ * partial sum: a candidate whose first four already reach the best cannot win, and its last
+ * four are not added (a NaN partial sum goes on, and loses, as in ggml). */
 static int fg_iq1_neighbour(const fg_iq_tab *t, int32_t code, const float *x, const float *w, float scale,
                             const float *xg, int8_t *L) {
   if (code == FG_IQ_NO_LIST) return -1;
@@ -81,12 +106,22 @@ static int fg_iq1_neighbour(const fg_iq_tab *t, int32_t code, const float *x, co
       memcpy(term + 8 * l + h, &tv, sizeof tv);
     }
   }
+  /* part[l0 + 3*l1 + 9*l2 + 27*l3] = (((0 + t0) + t1) + t2) + t3 */
+  float p1[3], p2[9], p3[27], part[81];
+  for (int l = 0; l < 3; l++) p1[l] = 0 + term[8 * l];
+  for (int l = 0; l < 3; l++)
+    for (int a = 0; a < 3; a++) p2[3 * l + a] = p1[a] + term[8 * l + 1];
+  for (int l = 0; l < 3; l++)
+    for (int a = 0; a < 9; a++) p3[9 * l + a] = p2[a] + term[8 * l + 2];
+  for (int l = 0; l < 3; l++)
+    for (int a = 0; a < 27; a++) part[27 * l + a] = p3[a] + term[8 * l + 3];
   float best = FG_IQ1_FLT_MAX;
   int gi = -1;
   for (int j = 1; j <= nb[0]; j++) {
     const uint8_t *o = fg_iq1_off[nb[j]];
-    float d2 = 0;
-    for (int i = 0; i < 8; i++) d2 += term[o[i]];
+    float d2 = part[o[0]];
+    if (d2 >= best) continue;
+    for (int i = 1; i < 5; i++) d2 += term[o[i]];
     if (d2 < best) {
       best = d2;
       gi = nb[j];
