@@ -58,6 +58,8 @@ static void fg_iq_build(int which) {
   int32_t *map = (int32_t *)malloc((size_t)nmap * sizeof *map);
   int *d2 = (int *)malloc((size_t)d.ngrid * sizeof *d2);
   uint16_t *nb = NULL;
+  float *soa = NULL;
+  int32_t *soa_at = NULL;
   size_t nnb = 0, cap = 0;
   if (!pts || !ptsf || !map || !d2) goto fail;
   for (int i = 0; i < nmap; i++) map[i] = FG_IQ_NO_LIST;
@@ -117,11 +119,33 @@ static void fg_iq_build(int which) {
         if (d2[j] == limits[q]) nb[nnb++] = (uint16_t)j;
   }
   free(d2);
-  fg_iq_tabs[which] = (fg_iq_tab){d.ngrid, d.dim, d.bits, pts, map, nb, ptsf, d.maxl};
+  d2 = NULL;
+  if (which != FG_IQT_1S) { /* IQ1_S has its own search */
+    const int gs = 4 * d.dim;
+    size_t nsoa = 0;
+    for (int i = 0; i < nmap; i++)
+      if (map[i] < 0 && map[i] != FG_IQ_NO_LIST) nsoa += gs * (size_t)((nb[-(int64_t)map[i] - 1] + 3) / 4);
+    soa = (float *)malloc((nsoa ? nsoa : 1) * sizeof *soa);
+    soa_at = (int32_t *)malloc((size_t)nmap * sizeof *soa_at);
+    if (!soa || !soa_at) goto fail;
+    size_t at = 0;
+    for (int i = 0; i < nmap; i++) {
+      soa_at[i] = -1;
+      if (map[i] >= 0 || map[i] == FG_IQ_NO_LIST) continue;
+      const uint16_t *l = nb + (-(int64_t)map[i] - 1);
+      soa_at[i] = (int32_t)at;
+      for (int p = 1; p <= l[0]; p += 4, at += gs)
+        for (int k = 0; k < 4; k++)
+          for (int c = 0; c < d.dim; c++) soa[at + 4 * c + k] = ptsf[d.dim * l[p + k <= l[0] ? p + k : 1] + c];
+    }
+  }
+  fg_iq_tabs[which] = (fg_iq_tab){d.ngrid, d.dim, d.bits, pts, map, nb, ptsf, d.maxl, soa, soa_at};
   return;
 fail:
   free(pts);
   free(ptsf);
+  free(soa);
+  free(soa_at);
   free(map);
   free(d2);
   free(nb);
@@ -168,17 +192,33 @@ static void fg_iq_transpose4(fg_qvf *r0, fg_qvf *r1, fg_qvf *r2, fg_qvf *r3) {
 #endif
 }
 
-/* The position (1..count) in list nb of the best entry, or -1; dim a constant 4 or 8 once
- * inlined into the two searches below. */
-static inline __attribute__((always_inline)) int fg_iq_search(const float *ptsf, const uint16_t *nb, const float *xval,
-                                                              const float *w, float scale, const int dim) {
+/* The position in its list of the best entry from four lanes' first strict minima best at
+ * positions bpos, or -1 when none is below FLT_MAX: the least value (never NaN: only values
+ * below FLT_MAX replace the start), then the earliest position holding it. */
+static inline int fg_iq_merge(fg_qvf best, fg_qvi bpos) {
+  const float fmax = 3.40282347e38f;
+#if defined(__SSE2__)
+  const __m128 b = (__m128)best, m1 = _mm_min_ps(b, _mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)));
+  const float bv = _mm_cvtss_f32(_mm_min_ps(m1, _mm_shuffle_ps(m1, m1, _MM_SHUFFLE(2, 3, 0, 1))));
+  if (!(bv < fmax)) return -1;
+  const int eq = _mm_movemask_ps(_mm_cmpeq_ps(b, _mm_set1_ps(bv)));
+  if ((eq & (eq - 1)) == 0) return bpos[__builtin_ctz((unsigned)eq)];
+#else
+  float bv = best[0];
+  for (int k = 1; k < 4; k++) bv = best[k] < bv ? best[k] : bv;
+  if (!(bv < fmax)) return -1;
+#endif
+  int bp = -1;
+  for (int k = 0; k < 4; k++)
+    if (best[k] == bv && (bp < 0 || bpos[k] < bp)) bp = bpos[k];
+  return bp;
+}
+
+/* The position (1..count) in list nb of the best entry, or -1, for magnitudes and weights
+ * broadcast in xv, wv; dim a constant 4 or 8 once inlined. */
+static inline __attribute__((always_inline)) int fg_iq_search(const float *ptsf, const uint16_t *nb, const fg_qvf *xv,
+                                                              const fg_qvf *wv, fg_qvf sv, const int dim) {
   const int n = nb[0];
-  const fg_qvf sv = {scale, scale, scale, scale};
-  fg_qvf xv[8], wv[8];
-  for (int i = 0; i < dim; i++) {
-    xv[i] = (fg_qvf){xval[i], xval[i], xval[i], xval[i]};
-    wv[i] = (fg_qvf){w[i], w[i], w[i], w[i]};
-  }
   const float fmax = 3.40282347e38f; /* FLT_MAX: a distance that is not below it (Inf, NaN) is never taken */
   fg_qvf best = {fmax, fmax, fmax, fmax};
   fg_qvi bpos = {-1, -1, -1, -1}, pos = {1, 2, 3, 4};
@@ -200,30 +240,43 @@ static inline __attribute__((always_inline)) int fg_iq_search(const float *ptsf,
     best = FG_QV_SEL(lt, d, best);
     bpos = (lt & pos) | (~lt & bpos);
   }
-  /* the lanes' least value (never NaN: only values below FLT_MAX replace it), then the
-   * earliest lane holding it */
-  float bv = best[0];
-  for (int k = 1; k < 4; k++) bv = best[k] < bv ? best[k] : bv;
-  if (!(bv < fmax)) return -1;
-  int bp = n + 1;
-  for (int k = 0; k < 4; k++)
-    if (best[k] == bv && bpos[k] < bp) bp = bpos[k];
-  return bp;
+  return fg_iq_merge(best, bpos);
 }
 
-static int fg_iq_search4(const float *ptsf, const uint16_t *nb, const float *xval, const float *w, float scale) {
-  return fg_iq_search(ptsf, nb, xval, w, scale, 4);
+/* The same over a transposed list (fg_iq_tab.soa) of n entries. */
+static inline __attribute__((always_inline)) int fg_iq_search_soa(const float *soa, int n, const fg_qvf *xv,
+                                                                  const fg_qvf *wv, fg_qvf sv, const int dim) {
+  const float fmax = 3.40282347e38f;
+  fg_qvf best = {fmax, fmax, fmax, fmax};
+  fg_qvi bpos = {-1, -1, -1, -1}, pos = {1, 2, 3, 4};
+  for (int j = 1; j <= n; j += 4, pos += 4, soa += 4 * dim) {
+    fg_qvf d = {0, 0, 0, 0};
+    for (int i = 0; i < dim; i++) {
+      const fg_qvf diff = sv * fg_qv_load(soa + 4 * i) - xv[i];
+      d += wv[i] * diff * diff;
+    }
+    const fg_qvi lt = d < best;
+    best = FG_QV_SEL(lt, d, best);
+    bpos = (lt & pos) | (~lt & bpos);
+  }
+  return fg_iq_merge(best, bpos);
 }
 
-static int fg_iq_search8(const float *ptsf, const uint16_t *nb, const float *xval, const float *w, float scale) {
-  return fg_iq_search(ptsf, nb, xval, w, scale, 8);
+static int fg_iq_search_any(const fg_iq_tab *t, const uint16_t *nb, const float *xval, const float *w, float scale) {
+  fg_qvf xv[8], wv[8];
+  for (int i = 0; i < t->dim; i++) {
+    xv[i] = (fg_qvf){xval[i], xval[i], xval[i], xval[i]};
+    wv[i] = (fg_qvf){w[i], w[i], w[i], w[i]};
+  }
+  const fg_qvf sv = {scale, scale, scale, scale};
+  return t->dim == 8 ? fg_iq_search(t->ptsf, nb, xv, wv, sv, 8) : fg_iq_search(t->ptsf, nb, xv, wv, sv, 4);
 }
 
 int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale,
                          int8_t *L) {
   if (code == FG_IQ_NO_LIST) return -1;
   const uint16_t *nb = t->nb + (-(int64_t)code - 1);
-  const int bp = t->dim == 8 ? fg_iq_search8(t->ptsf, nb, xval, w, scale) : fg_iq_search4(t->ptsf, nb, xval, w, scale);
+  const int bp = fg_iq_search_any(t, nb, xval, w, scale);
   if (bp < 0) return -1;
   const int gi = nb[bp];
   const int8_t *pg = t->pts + (size_t)gi * (size_t)t->dim;
@@ -231,16 +284,9 @@ int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, co
   return gi;
 }
 
-int fg_iq_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale) {
-  if (code == FG_IQ_NO_LIST) return -1;
-  const uint16_t *nb = t->nb + (-(int64_t)code - 1);
-  const int bp = t->dim == 8 ? fg_iq_search8(t->ptsf, nb, xval, w, scale) : fg_iq_search4(t->ptsf, nb, xval, w, scale);
-  return bp < 0 ? -1 : nb[bp];
-}
-
 /* The trials run four at a time, one per lane: the levels, grid indices and the two sums of
- * a trial are its lane's (each sum in ggml's element order), the neighbour searches are
- * scalar per lane and group, and the trials are then taken or not in order. n and dim are
+ * a trial are its lane's (each sum in ggml's element order), the neighbour searches run per
+ * lane and group over the transposed lists, and the trials are then taken or not in order. n and dim are
  * constants once inlined into the three instances below. */
 static inline __attribute__((always_inline)) int fg_iq_trials_n(const fg_iq_tab *t, const int n, const int dim,
                                                                 const float *xval, const float *weight,
@@ -248,12 +294,13 @@ static inline __attribute__((always_inline)) int fg_iq_trials_n(const fg_iq_tab 
                                                                 int8_t *L, float *scale, float *best, unsigned *on_grid) {
   const int ng = n / dim, bits = t->bits;
   const fg_qvi maxl = {t->maxl, t->maxl, t->maxl, t->maxl}, zero = {0, 0, 0, 0};
-  fg_qvf wx[32], wv[32], xv[32];
+  fg_qvf wx[32], wv[32], xv[32], av[32];
   for (int i = 0; i < n; i++) {
     const float a = weight[i] * xval[i];
     wx[i] = (fg_qvf){a, a, a, a};
     wv[i] = (fg_qvf){weight[i], weight[i], weight[i], weight[i]};
     xv[i] = (fg_qvf){xval[i], xval[i], xval[i], xval[i]};
+    av[i] = (fg_qvf){waux[i], waux[i], waux[i], waux[i]};
   }
   for (int t0 = 0; t0 < ntrial; t0 += 4) {
     const int nl = ntrial - t0 < 4 ? ntrial - t0 : 4;
@@ -282,8 +329,12 @@ static inline __attribute__((always_inline)) int fg_iq_trials_n(const fg_iq_tab 
           og[k] |= 1u << g;
           continue;
         }
-        const int gi = fg_iq_neighbour(t, code, xval + g * dim, waux + g * dim, ts[k]);
-        if (gi < 0) return 0;
+        if (code == FG_IQ_NO_LIST) return 0;
+        const uint16_t *nb = t->nb + (-(int64_t)code - 1);
+        const fg_qvf sv = {ts[k], ts[k], ts[k], ts[k]};
+        const int bp = fg_iq_search_soa(t->soa + t->soa_at[u[g][k]], nb[0], xv + dim * g, av + dim * g, sv, dim);
+        if (bp < 0) return 0;
+        const int gi = nb[bp];
         const int8_t *pg = t->pts + (size_t)gi * (size_t)dim;
         for (int i = 0; i < dim; i++) lv[g * dim + i][k] = (pg[i] - 1) >> 1;
       }

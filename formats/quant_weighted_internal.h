@@ -45,6 +45,12 @@ typedef struct fg_iq_tab {
   const uint16_t *nb;  /* neighbour lists: count, then entries */
   const float *ptsf;   /* pts as floats: the searches load 4 coordinates at once */
   int maxl;            /* the encoders' largest level (their clamp) */
+  /* The lists transposed for fg_iq_trials (NULL for IQ1_S, which searches on its own): ptsf
+   * coordinate k of list entries 4g+1..4g+4 at soa[soa_at[index] + 4 dim g + 4k..], a short
+   * last group repeating the first entry; soa_at[index] is -1 where map has no list. Floats
+   * rather than pts's int8: converting them costs more than the loads (IQ2_XS: 6 MB). */
+  const float *soa;
+  const int32_t *soa_at;
 } fg_iq_tab;
 /* The tables for FG_IQT_*; NULL when they could not be allocated. Thread-safe. */
 const fg_iq_tab *fg_iq_tab_get(int which);
@@ -54,8 +60,6 @@ const fg_iq_tab *fg_iq_tab_get(int which);
 int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale,
                          int8_t *L);
 
-/* The same search without L. */
-int fg_iq_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, const float *w, float scale);
 /* ggml's trial loop of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S over n (16 or 32)
  * magnitudes xval in groups of t->dim, in trial order: trial k rounds xval * ids[k] to levels
  * 0..t->maxl, moves the groups off the grid to their best neighbour at scale 1 / ids[k], and
