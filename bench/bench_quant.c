@@ -10,6 +10,11 @@
  * forgia's floats from ggml's bytes equal ggml's (memcmp). The figures against ggml are the best
  * of --reps runs on each side (on a shared machine the median moves with other work; the best
  * run is the codec's own speed), the others medians as everywhere.
+ * Weighted encode: with --ggml (or --weighted 1 without it), every type whose encoder takes an
+ * importance matrix (fg_quant_uses_weights: q4_0..q5_1, the k-quants, iq4_nl/xs and the grid
+ * i-quants) is also encoded through fg_quant_encode_rows_weighted with one deterministic
+ * positive weight per column, the same for every row, and by ggml_quantize_chunk with those
+ * weights as its imatrix; "wencode" figures and table columns, and whether the bytes are equal.
  * Rows are 4096 gaussian floats; --size sets the f32 input bytes. */
 #include <math.h>
 #include <omp.h>
@@ -21,6 +26,7 @@
 
 #include "forgia/forgia.h"
 #include "forgia/quant.h"
+#include "forgia/quant_weighted.h"
 #include "harness.h"
 
 #define ROW 4096
@@ -31,12 +37,21 @@ typedef struct {
   uint8_t *q;
   size_t qbytes;
   int64_t nrows;
+  const float *w; /* ROW column weights, for run_wencode */
 } q_ctx;
 
 static void run_encode(void *p) {
   q_ctx *c = p;
   if (fg_quant_encode_rows(c->t, c->x, c->nrows, ROW, c->q, c->qbytes) != FG_OK) {
     fprintf(stderr, "encode: %s\n", fg_last_error());
+    exit(1);
+  }
+}
+
+static void run_wencode(void *p) {
+  q_ctx *c = p;
+  if (fg_quant_encode_rows_weighted(c->t, c->x, c->nrows, ROW, c->w, c->q, c->qbytes) != FG_OK) {
+    fprintf(stderr, "weighted encode: %s\n", fg_last_error());
     exit(1);
   }
 }
@@ -109,13 +124,14 @@ static void time_both(const fg_bench *b, void (*fn)(void *), void *ctx, double *
 
 /* Runs the peer on one type (just before forgia's timings of it, so that both are measured under
  * the same machine load); appends its figures to out[*n..cap). */
-static void run_ggml(const char *peer, const char *rows_path, const char *dir, const fg_bench *b, const char *type,
-                     ggml_fig *out, int *n, int cap) {
+static void run_ggml(const char *peer, const char *rows_path, const char *wts_path, const char *dir, const fg_bench *b,
+                     const char *type, ggml_fig *out, int *n, int cap) {
   char exe[4096], cmd[8192];
   struct stat st;
   if (stat(peer, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(exe, sizeof exe, "%s/ggml_quant_peer", peer);
   else snprintf(exe, sizeof exe, "%s", peer);
-  snprintf(cmd, sizeof cmd, "'%s' '%s' %d %d %d '%s' '%s'", exe, rows_path, ROW, b->reps, b->warmup, dir, type);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %d %d %d '%s' '%s' %s%s%s", exe, rows_path, ROW, b->reps, b->warmup, dir, type,
+           wts_path ? "'" : "", wts_path ? wts_path : "", wts_path ? "'" : "");
   FILE *f = popen(cmd, "r");
   if (!f) return;
   char line[256];
@@ -148,11 +164,12 @@ static void *read_exact(const char *dir, const char *name, const char *ext, size
   return p;
 }
 
-/* One row of the closing table: best-run MB/s [op][threads] for forgia and ggml (0: not measured). */
+/* One row of the closing table: best-run MB/s [op][threads] for forgia and ggml (0: not measured);
+ * op 0 encode, 1 decode, 2 weighted encode. */
 typedef struct {
   const char *name;
-  double fg[2][3], gg[2][3];
-  int bytes_eq, floats_eq; /* 1 yes, 0 no, -1 not compared */
+  double fg[3][3], gg[3][3];
+  int bytes_eq, floats_eq, wbytes_eq; /* 1 yes, 0 no, -1 not compared */
 } ggml_row;
 
 static void print_ratio(double a, double b) {
@@ -165,14 +182,18 @@ static void print_ratio(double a, double b) {
 static void print_ggml_table(const ggml_row *rows, int n, double mb, int reps) {
   static const char *yn[3] = {"-", "no", "yes"};
   printf("# forgia vs ggml (same rows: %.1f MB of f32 in rows of %d; MB/s of f32, best of %d runs each;\n"
-         "# ratio = forgia / ggml; decode of ggml's bytes; bytes/floats equal: memcmp with ggml's)\n", mb, ROW, reps);
-  printf("# %-8s %-25s %-25s %-25s %-25s %-5s %-6s\n", "type", "encode t1: forgia ggml", "encode t2: forgia ggml",
-         "decode t1: forgia ggml", "decode t2: forgia ggml", "bytes", "floats");
+         "# ratio = forgia / ggml; decode of ggml's bytes; bytes/floats equal: memcmp with ggml's;\n"
+         "# wencode: encode with the same per-column importance weights, wbytes: its bytes equal)\n", mb, ROW, reps);
+  printf("# %-8s %-25s %-25s %-25s %-25s %-5s %-6s %-25s %-25s %-6s\n", "type", "encode t1: forgia ggml",
+         "encode t2: forgia ggml", "decode t1: forgia ggml", "decode t2: forgia ggml", "bytes", "floats",
+         "wencode t1: forgia ggml", "wencode t2: forgia ggml", "wbytes");
   for (int i = 0; i < n; i++) {
     printf("# %-8s", rows[i].name);
     for (int op = 0; op < 2; op++)
       for (int th = 1; th <= 2; th++) print_ratio(rows[i].fg[op][th], rows[i].gg[op][th]);
-    printf(" %-5s %-6s\n", yn[rows[i].bytes_eq + 1], yn[rows[i].floats_eq + 1]);
+    printf(" %-5s %-6s", yn[rows[i].bytes_eq + 1], yn[rows[i].floats_eq + 1]);
+    for (int th = 1; th <= 2; th++) print_ratio(rows[i].fg[2][th], rows[i].gg[2][th]);
+    printf(" %-6s\n", yn[rows[i].wbytes_eq + 1]);
   }
   fflush(stdout);
 }
@@ -180,10 +201,13 @@ static void print_ggml_table(const ggml_row *rows, int n, double mb, int reps) {
 int main(int argc, char **argv) {
   fg_bench b = fg_bench_begin("quant", (size_t)8 << 20, argc, argv);
   const char *python = NULL, *ggml = NULL;
+  bool weighted = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--peer") == 0) python = argv[i + 1];
     if (strcmp(argv[i], "--ggml") == 0) ggml = argv[i + 1];
+    if (strcmp(argv[i], "--weighted") == 0) weighted = atoi(argv[i + 1]) != 0;
   }
+  if (ggml) weighted = true;
 
   const int64_t nrows = (int64_t)(b.size / 4 / ROW) > 0 ? (int64_t)(b.size / 4 / ROW) : 1;
   const size_t n = (size_t)nrows * ROW;
@@ -199,12 +223,18 @@ int main(int argc, char **argv) {
     double u2 = (s >> 11) * 0x1p-53;
     x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
   }
+  /* column weights 0.25 .. 4.25 in a scrambled order (Knuth's multiplicative hash), the spread
+   * an importance matrix has */
+  float *wts = malloc(ROW * sizeof *wts);
+  if (!wts) return 1;
+  for (uint32_t i = 0; i < ROW; i++) wts[i] = 0.25f + (float)((i * 2654435761u) >> 22) / 256.0f;
 
   peer_fig peer[128];
   ggml_fig gfig[256];
   int npeer = 0, nggml = 0;
   char gdir[] = "/tmp/forgia_bench_quant_ggml_XXXXXX", rows_path[] = "/tmp/forgia_bench_quant_XXXXXX";
-  bool have_rows = false, have_gdir = false;
+  char wts_path[] = "/tmp/forgia_bench_quant_w_XXXXXX";
+  bool have_rows = false, have_gdir = false, have_wts = false;
   if (python || ggml) {
     int fd = mkstemp(rows_path);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -215,6 +245,14 @@ int main(int argc, char **argv) {
     if (have_rows && python) npeer = run_peer(python, rows_path, b.reps, peer, 128);
     if (python && npeer == 0) fprintf(stderr, "quant: gguf-py peer gave no figures\n");
     have_gdir = have_rows && ggml && mkdtemp(gdir) != NULL;
+    if (have_gdir) {
+      fd = mkstemp(wts_path);
+      f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+      if (f) {
+        have_wts = fwrite(wts, 4, ROW, f) == ROW;
+        if (fclose(f) != 0) have_wts = false;
+      }
+    }
   }
 
   /* the grid i-quants come last: forgia decodes them only, so they need ggml's bytes */
@@ -232,18 +270,21 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
     uint64_t qb;
     fg_dtype_nbytes(types[k], n, &qb);
-    q_ctx c = {types[k], x, y, q, (size_t)qb, nrows};
+    q_ctx c = {types[k], x, y, q, (size_t)qb, nrows, wts};
     const char *nm = fg_dtype_name(types[k]);
     const bool enc = fg_quant_can_encode(types[k]);
-    if (have_gdir) run_ggml(ggml, rows_path, gdir, &b, nm, gfig, &nggml, 256);
+    const bool wenc = weighted && fg_quant_can_encode_weighted(types[k]) && fg_quant_uses_weights(types[k]);
+    if (have_gdir) run_ggml(ggml, rows_path, have_wts ? wts_path : NULL, gdir, &b, nm, gfig, &nggml, 256);
     uint8_t *gq = have_gdir ? read_exact(gdir, nm, "q", (size_t)qb) : NULL;
     float *gy = have_gdir ? read_exact(gdir, nm, "f32", n * 4) : NULL;
-    if (!enc && !gq) continue;
+    uint8_t *gwq = have_gdir && wenc ? read_exact(gdir, nm, "wq", (size_t)qb) : NULL;
+    if (!enc && !gq && !wenc) continue;
     ggml_row *row = &grows[ngrows++];
     memset(row, 0, sizeof *row);
     row->name = nm;
     row->bytes_eq = enc && gq ? 1 : -1;
     row->floats_eq = gy ? 1 : -1;
+    row->wbytes_eq = wenc && gwq ? 1 : -1;
     for (int th = 1; th <= 2; th++) {
       fg_bench bt = b;
       bt.threads = th;
@@ -251,6 +292,21 @@ int main(int argc, char **argv) {
       double te = 0.0, td = 0.0, te_best = 0.0, td_best = 0.0;
       if (enc) time_both(&bt, run_encode, &c, &te, &te_best);
       if (enc && gq && memcmp(q, gq, (size_t)qb) != 0) row->bytes_eq = 0;
+      if (wenc) { /* before the decode below, which reads q */
+        double tw, tw_best;
+        time_both(&bt, run_wencode, &c, &tw, &tw_best);
+        if (gwq && memcmp(q, gwq, (size_t)qb) != 0) row->wbytes_eq = 0;
+        snprintf(fig, sizeof fig, "%s_wencode_t%d", nm, th);
+        fg_bench_report(&bt, fig, mb / tw, "MB/s", "memcpy", memcpy_mbs[th]);
+        row->fg[2][th] = mb / tw_best;
+        const double gw = nggml > 0 ? ggml_lookup(gfig, nggml, "wencode", nm, th) : 0.0;
+        row->gg[2][th] = gw;
+        if (gw > 0) {
+          snprintf(fig, sizeof fig, "%s_wencode_t%d_best_vs_ggml", nm, th);
+          fg_bench_report(&bt, fig, mb / tw_best, "MB/s", "ggml", gw);
+        }
+      }
+      if (!gq && !enc) continue; /* a grid i-quant without ggml's bytes: nothing to decode */
       if (gq) memcpy(q, gq, (size_t)qb); /* decode what ggml decodes */
       time_both(&bt, run_decode, &c, &td, &td_best);
       if (gy && memcmp(y, gy, n * 4) != 0) row->floats_eq = 0;
@@ -289,10 +345,12 @@ int main(int argc, char **argv) {
     }
     free(gq);
     free(gy);
+    free(gwq);
   }
   if (ggml && nggml == 0) fprintf(stderr, "quant: ggml peer %s gave no figures\n", ggml);
   if (nggml > 0) print_ggml_table(grows, ngrows, mb, b.reps);
   if (have_rows) remove(rows_path);
+  if (have_wts) remove(wts_path);
   if (have_gdir) { /* remove what the peer wrote */
     char path[4096];
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
@@ -300,11 +358,14 @@ int main(int argc, char **argv) {
       remove(path);
       snprintf(path, sizeof path, "%s/%s.f32", gdir, fg_dtype_name(types[k]));
       remove(path);
+      snprintf(path, sizeof path, "%s/%s.wq", gdir, fg_dtype_name(types[k]));
+      remove(path);
     }
     rmdir(gdir);
   }
   free(x);
   free(y);
   free(q);
+  free(wts);
   return 0;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command: forgia's quant codecs against ggml's on the same rows, in one run — encode and
 # decode MB/s for every type on 1 and 2 threads, the ratio, and whether the bytes and floats are
-# equal (bench_quant --ggml; the table is the "#" lines at the end).
+# equal; and, for every type whose quantizer takes an importance matrix, encode with the same
+# per-column weights on both sides ("wencode", "wbytes") (bench_quant --ggml; the table is the
+# "#" lines at the end).
 #
 #   bench/run_quant_vs_ggml.sh [bench_quant flags: --reps N --warmup N --size BYTES --peer PYTHON]
 #

@@ -2,7 +2,7 @@
  * bench_quant hands it, with 1 and 2 threads, and writes what they produced so that
  * bench_quant can compare forgia's bytes and floats with them (memcmp).
  *
- *   ggml_quant_peer ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE]
+ *   ggml_quant_peer ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE [WEIGHTS.f32]]
  *
  * ROWS.f32 holds whole rows of ROW_LEN little-endian f32. For every type (or only TYPE, a ggml
  * type name: bench_quant asks for one type at a time, so that ggml's and forgia's timings of a
@@ -16,6 +16,11 @@
  * ones, some of them need one, so that their decode runs on bytes a quantizer wrote, and their
  * encode is not timed. Decode is ggml_get_type_traits(t)->to_float (q8_K, which has no trait,
  * dequantize_row_q8_K). With 2 threads the rows are split in two contiguous halves.
+ * With WEIGHTS.f32 (ROW_LEN positive f32, the per-column importance of every row), each type
+ * whose quantizer takes an importance matrix (q4_0..q5_1, the k-quants, iq4_nl/xs and the grid
+ * i-quants) is also encoded with it as ggml_quantize_chunk's imatrix:
+ *   wencode TYPE THREADS MEDIAN BEST
+ * and OUTDIR/TYPE.wq holds those bytes (one single-threaded pass).
  *
  * Built against ggml's ggml.c, ggml-quants.c and ggml-threading.cpp only (build_ggml.sh): the
  * three backend entry points that ggml.c references are defined below and abort if reached. */
@@ -129,7 +134,7 @@ static void time_run(const peer_ctx *c, int threads, int encode, int reps, int w
 
 static void report(const char *op, const char *name, int th, double mb, const peer_ctx *c, int reps, int warmup) {
   double med, best;
-  time_run(c, th, op[0] == 'e', reps, warmup, &med, &best);
+  time_run(c, th, op[0] != 'd', reps, warmup, &med, &best); /* encode, wencode */
   printf("%s %s %d %.3f %.3f\n", op, name, th, mb / med, mb / best);
 }
 
@@ -146,13 +151,13 @@ static int write_file(const char *dir, const char *name, const char *ext, const 
 }
 
 int main(int argc, char **argv) {
-  if (argc != 6 && argc != 7) {
-    fprintf(stderr, "usage: %s ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE]\n", argv[0]);
+  if (argc < 6 || argc > 8) {
+    fprintf(stderr, "usage: %s ROWS.f32 ROW_LEN REPS WARMUP OUTDIR [TYPE [WEIGHTS.f32]]\n", argv[0]);
     return 2;
   }
   const int64_t n = atoll(argv[2]);
   const int reps = atoi(argv[3]), warmup = atoi(argv[4]);
-  const char *outdir = argv[5], *only = argc == 7 ? argv[6] : NULL;
+  const char *outdir = argv[5], *only = argc >= 7 ? argv[6] : NULL, *wpath = argc == 8 ? argv[7] : NULL;
   FILE *f = fopen(argv[1], "rb");
   if (!f || n <= 0 || n % 256 != 0 || reps < 1 || warmup < 0) {
     fprintf(stderr, "ggml_quant_peer: bad arguments (rows file %s, row length %s)\n", argv[1], argv[2]);
@@ -172,6 +177,16 @@ int main(int argc, char **argv) {
   if (!x || !y || !q || !ones || fread(x, 4, total, f) != total) return 1;
   fclose(f);
   for (int64_t i = 0; i < n; i++) ones[i] = 1.0f;
+  float *wts = NULL;
+  if (wpath) {
+    FILE *wf = fopen(wpath, "rb");
+    wts = malloc((size_t)n * 4);
+    if (!wf || !wts || fread(wts, 4, (size_t)n, wf) != (size_t)n) {
+      fprintf(stderr, "ggml_quant_peer: cannot read %lld weights from %s\n", (long long)n, wpath);
+      return 2;
+    }
+    fclose(wf);
+  }
 
   const enum ggml_type types[] = {
     GGML_TYPE_F16,     GGML_TYPE_BF16,   GGML_TYPE_Q8_0,    GGML_TYPE_Q4_0,   GGML_TYPE_Q4_1,  GGML_TYPE_Q5_0,
@@ -195,6 +210,18 @@ int main(int argc, char **argv) {
       run(&c, 1, 1); /* the bytes written below are those of one single-threaded pass */
     }
     if (!write_file(outdir, name, "q", q, c.row_bytes * (size_t)nrows)) return 1;
+    /* the types whose quantize_<type> reads quant_weights */
+    const int weighted = grid || t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_0 ||
+                         t == GGML_TYPE_Q5_1 || t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q4_K ||
+                         t == GGML_TYPE_Q5_K || t == GGML_TYPE_Q6_K || t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_IQ4_XS;
+    if (wts && weighted) {
+      peer_ctx cw = c;
+      cw.imatrix = wts;
+      for (int th = 1; th <= 2; th++) report("wencode", name, th, mb, &cw, reps, warmup);
+      run(&cw, 1, 1);
+      if (!write_file(outdir, name, "wq", q, c.row_bytes * (size_t)nrows)) return 1;
+      run(&c, 1, 1); /* the unweighted bytes again, for the decode below */
+    }
     if (t == GGML_TYPE_Q8_1) continue; /* ggml has no q8_1 dequantizer */
     for (int th = 1; th <= 2; th++) report("decode", name, th, mb, &c, reps, warmup);
     run(&c, 1, 0);
@@ -205,5 +232,6 @@ int main(int argc, char **argv) {
   free(y);
   free(q);
   free(ones);
+  free(wts);
   return 0;
 }
