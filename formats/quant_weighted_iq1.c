@@ -223,11 +223,12 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
       const float *xb = xbl + 32 * ib, *wb = weight + 32 * ib;
       maxv[ib] = fg_absmax(xb, 32);
       fg_iq1_sort(xb, 32, idx[ib]);
+      float ax = 0, aw = 0; /* in registers: xb, wb might alias sx, sw for the compiler */
       sx[0][ib] = sw[0][ib] = 0;
       for (int j = 0; j < 32; j++) {
         const int i = idx[ib][j];
-        sx[j + 1][ib] = sx[j][ib] + wb[i] * xb[i];
-        sw[j + 1][ib] = sw[j][ib] + wb[i];
+        sx[j + 1][ib] = ax = ax + wb[i] * xb[i];
+        sw[j + 1][ib] = aw = aw + wb[i];
       }
     }
     fg_iq1s_search((const float(*)[8])sx, (const float(*)[8])sw, code);
@@ -315,19 +316,20 @@ static const float *fg_iq1m_xx(int s, int k) {
  * collapse to T*v2 - px[i1] - px[i2] and Tw*v2*v2 + pw[i1]*c1 + pw[i2]*c2, per half. */
 #define FG_IQ1M_C(v, a, b) ((v)[a] * (v)[a] - (v)[b] * (v)[b])
 
-/* ggml's sums of candidate (i1, i2) of one sub-block for its four shift codes k, from the
- * per-half prefix sums px, pw (px[h][j]: the half-h elements among the j smallest). */
-static void fg_iq1m_candidate(const float (*px)[17], const float (*pw)[17], int i1, int i2, float *sqx, float *sq2) {
+/* ggml's sums of candidate (i1, i2) of sub-block ib for its four shift codes k, from the
+ * per-half prefix sums px, pw (px[h][j][ib]: the half-h elements among the j smallest). */
+static void fg_iq1m_candidate(const float (*px)[17][16], const float (*pw)[17][16], int ib, int i1, int i2, float *sqx,
+                              float *sq2) {
   const float p2 = fg_iq1_xp[2], m2 = fg_iq1_xm[2];
   const float cp1 = FG_IQ1M_C(fg_iq1_xp, 0, 1), cp2 = FG_IQ1M_C(fg_iq1_xp, 1, 2);
   const float cm1 = FG_IQ1M_C(fg_iq1_xm, 0, 1), cm2 = FG_IQ1M_C(fg_iq1_xm, 1, 2);
   float qx_p[2], qx_m[2], q2_p[2], q2_m[2];
   for (int h = 0; h < 2; h++) {
-    const float sx = px[h][i1] + px[h][i2];
-    qx_p[h] = px[h][16] * p2 - sx;
-    qx_m[h] = px[h][16] * m2 - sx;
-    q2_p[h] = pw[h][16] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
-    q2_m[h] = pw[h][16] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+    const float sx = px[h][i1][ib] + px[h][i2][ib];
+    qx_p[h] = px[h][16][ib] * p2 - sx;
+    qx_m[h] = px[h][16][ib] * m2 - sx;
+    q2_p[h] = pw[h][16][ib] * p2 * p2 + pw[h][i1][ib] * cp1 + pw[h][i2][ib] * cp2;
+    q2_m[h] = pw[h][16][ib] * m2 * m2 + pw[h][i1][ib] * cm1 + pw[h][i2][ib] * cm2;
   }
   sqx[0] = qx_p[0] + qx_p[1];
   sqx[1] = qx_p[0] + qx_m[1];
@@ -415,14 +417,20 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
       const float *xb = xbl + 16 * ib, *wb = weight + 16 * ib;
       maxv[ib] = fg_absmax(xb, 16);
       fg_iq1_sort(xb, 16, idx[ib]);
-      /* prefix sums per half: each half has its own shift */
+      /* prefix sums per half: each half has its own shift. ggml adds to the element's half
+       * and copies the other; here both add, the other half's addend masked to +0: the
+       * sums start at +0 and so are never -0, and s + (+0) is s. No branch on the half
+       * (it mispredicts) and no sum read back from memory. */
+      float ax0 = 0, ax1 = 0, aw0 = 0, aw1 = 0;
       px[0][0][ib] = px[1][0][ib] = pw[0][0][ib] = pw[1][0][ib] = 0;
       for (int j = 0; j < 16; j++) {
-        const int i = idx[ib][j], h = i < 8 ? 0 : 1;
-        px[h][j + 1][ib] = px[h][j][ib] + wb[i] * xb[i];
-        px[1 - h][j + 1][ib] = px[1 - h][j][ib];
-        pw[h][j + 1][ib] = pw[h][j][ib] + wb[i];
-        pw[1 - h][j + 1][ib] = pw[1 - h][j][ib];
+        const int i = idx[ib][j];
+        const uint32_t m1 = 0u - (uint32_t)(i >> 3), m0 = ~m1;
+        const uint32_t bx = fg_f32_bits(wb[i] * xb[i]), bw = fg_f32_bits(wb[i]);
+        px[0][j + 1][ib] = ax0 = ax0 + fg_bits_f32(bx & m0);
+        px[1][j + 1][ib] = ax1 = ax1 + fg_bits_f32(bx & m1);
+        pw[0][j + 1][ib] = aw0 = aw0 + fg_bits_f32(bw & m0);
+        pw[1][j + 1][ib] = aw1 = aw1 + fg_bits_f32(bw & m1);
       }
     }
     fg_iq1m_search((const float(*)[17][16])px, (const float(*)[17][16])pw, code);
@@ -435,10 +443,8 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
       }
       const int besti1 = code[ib] >> 7, besti2 = (code[ib] >> 2) & 31;
       int best_k = code[ib] & 3;
-      float pxb[2][17], pwb[2][17], sqx[4], sq2[4];
-      for (int h = 0; h < 2; h++)
-        for (int j = 0; j <= 16; j++) pxb[h][j] = px[h][j][ib], pwb[h][j] = pw[h][j][ib];
-      fg_iq1m_candidate((const float(*)[17])pxb, (const float(*)[17])pwb, besti1, besti2, sqx, sq2);
+      float sqx[4], sq2[4];
+      fg_iq1m_candidate((const float(*)[17][16])px, (const float(*)[17][16])pw, ib, besti1, besti2, sqx, sq2);
       float scale = sqx[best_k] / sq2[best_k];
       for (int j = 0; j < besti1; j++) L[idx[ib][j]] = 0;
       for (int j = besti1; j < besti2; j++) L[idx[ib][j]] = 1;
