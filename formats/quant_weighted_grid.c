@@ -9,6 +9,7 @@
  * point is among the nwant smallest distinct distances, in (distance, entry) order: the
  * order ggml's qsort leaves them in, which decides ties in the neighbour search. Indices with
  * a level above the encoders' clamp are never looked up and get no list (FG_IQ_NO_LIST). */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +137,7 @@ static void fg_iq_build(int which) {
       soa_at[i] = (int32_t)at;
       for (int p = 1; p <= l[0]; p += 4, at += gs)
         for (int k = 0; k < 4; k++)
-          for (int c = 0; c < d.dim; c++) soa[at + 4 * c + k] = ptsf[d.dim * l[p + k <= l[0] ? p + k : 1] + c];
+          for (int c = 0; c < d.dim; c++) soa[at + 4 * c + k] = p + k <= l[0] ? ptsf[d.dim * l[p + k] + c] : NAN;
     }
   }
   fg_iq_tabs[which] = (fg_iq_tab){d.ngrid, d.dim, d.bits, pts, map, nb, ptsf, d.maxl, soa, soa_at};
@@ -176,8 +177,9 @@ const fg_iq_tab *fg_iq_tab_get(int which) {
  * candidate's dim terms in ggml's order (the same f32 operations as the scalar loop), so only
  * the order in which candidates are compared changes. Each lane keeps its first strict
  * minimum and its position in the list; the lanes' minima are then merged by value, ties to
- * the earlier position: the entry a sequential scan with strict < keeps. A short last group
- * repeats its first candidate, whose later position never wins a tie. */
+ * the earlier position: the entry a sequential scan with strict < keeps. In fg_iq_search a
+ * short last group repeats its first candidate, whose later position never wins a tie; the
+ * transposed lists pad theirs with NaN instead, which keeps ties (the slow merge) rare. */
 static void fg_iq_transpose4(fg_qvf *r0, fg_qvf *r1, fg_qvf *r2, fg_qvf *r3) {
 #if defined(__SSE2__)
   __m128 a = (__m128)*r0, b = (__m128)*r1, c = (__m128)*r2, d = (__m128)*r3;
@@ -286,8 +288,8 @@ int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, co
 
 /* The trials run four at a time, one per lane: the levels, grid indices and the two sums of
  * a trial are its lane's (each sum in ggml's element order), the neighbour searches run per
- * lane and group over the transposed lists, and the trials are then taken or not in order. n and dim are
- * constants once inlined into the three instances below. */
+ * lane and group over the transposed lists, and the trials are then taken or not in order.
+ * n and dim are constants once inlined into the three instances below. */
 static inline __attribute__((always_inline)) int fg_iq_trials_n(const fg_iq_tab *t, const int n, const int dim,
                                                                 const float *xval, const float *weight,
                                                                 const float *waux, const float *ids, int ntrial,

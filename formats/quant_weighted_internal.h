@@ -47,7 +47,8 @@ typedef struct fg_iq_tab {
   int maxl;            /* the encoders' largest level (their clamp) */
   /* The lists transposed for fg_iq_trials (NULL for IQ1_S, which searches on its own): ptsf
    * coordinate k of list entries 4g+1..4g+4 at soa[soa_at[index] + 4 dim g + 4k..], a short
-   * last group repeating the first entry; soa_at[index] is -1 where map has no list. Floats
+   * last group padded with NaN (a NaN distance is never taken); soa_at[index] is -1 where map
+   * has no list. Floats
    * rather than pts's int8: converting them costs more than the loads (IQ2_XS: 6 MB). */
   const float *soa;
   const int32_t *soa_at;
