@@ -15,7 +15,7 @@
  *
  * The sort: ggml calls qsort on (value, index) pairs comparing values only; glibc (2.36, where
  * the goldens were made) sorts such small arrays with a stable merge sort, so equal values keep
- * index order. A stable insertion sort gives that order. */
+ * index order: fg_iq1_sort gives that order. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
