@@ -6,6 +6,22 @@
 
 #include "formats/quant_weighted_internal.h"
 
+/* Codes of iscale * x[i] clamped to -nmax..nmax-1, four trial scales in the lanes. */
+static inline fg_qvf fg_qw_sym_codes(fg_qvf iscale, float x, int nmax) {
+  const fg_qvf v = iscale * x + 12582912.0f; /* fg_nearest_int per lane */
+  fg_qvi l = ((fg_qvi)v & 0x007fffff) - 0x00400000;
+  const fg_qvi lo = {-nmax, -nmax, -nmax, -nmax}, hi = {nmax - 1, nmax - 1, nmax - 1, nmax - 1};
+  const fg_qvi below = l < lo, above = l > hi;
+  l = (below & lo) | (~below & l);
+  l = (above & hi) | (~above & l);
+  return __builtin_convertvector(l, fg_qvf);
+}
+
+/* ggml's make_qx_quants with weights (rmse_type 1): the fit at -nmax/max, then 18 trials at
+ * -(nmax + 0.1 is)/max, each taken when its sumlx^2/suml2 beats the best so far. The trials'
+ * sums do not depend on which were taken, so all 19 are summed together, four to a vector
+ * (each lane adds its terms in ggml's order, so each sum is ggml's), then taken or not in
+ * ggml's order; the codes are those of the last trial taken. */
 float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; i++) {
@@ -19,32 +35,35 @@ float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw)
     memset(L, 0, (size_t)n);
     return 0.0f;
   }
-  float iscale = -nmax / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; i++) {
-    const int l = fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = (int8_t)(l + nmax);
-    sumlx += qw[i] * x[i] * l;
-    suml2 += qw[i] * l * l;
+  /* lanes: trials -9..-1, 1..9, then 0 (the first fit: nmax + 0.1f * 0 is nmax) and a copy */
+  static const float is_of[20] = {-9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0};
+  fg_qvf isc[5], sx[5], s2[5];
+  for (int g = 0; g < 5; g++) {
+    const fg_qvf is = fg_qv_load(is_of + 4 * g);
+    isc[g] = -((float)nmax + 0.1f * is) / max;
+    sx[g] = s2[g] = (fg_qvf){0, 0, 0, 0};
   }
-  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
-  for (int is = -9; is <= 9; is++) {
-    if (is == 0) continue;
-    iscale = -(nmax + 0.1f * is) / max;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; i++) {
-      const int l = fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-      sumlx += qw[i] * x[i] * l;
-      suml2 += qw[i] * l * l;
+  for (int i = 0; i < n; i++) {
+    const float wx = qw[i] * x[i], w = qw[i];
+    for (int g = 0; g < 5; g++) {
+      const fg_qvf l = fg_qw_sym_codes(isc[g], x[i], nmax);
+      sx[g] += wx * l;
+      s2[g] += w * l * l;
     }
+  }
+  float sumlx = sx[4][2], suml2 = s2[4][2];
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx, iscale = isc[4][2];
+  for (int t = 0; t < 18; t++) {
+    sumlx = sx[t / 4][t % 4];
+    suml2 = s2[t / 4][t % 4];
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; i++)
-        L[i] = (int8_t)(nmax + fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1));
       scale = sumlx / suml2;
       best = scale * sumlx;
+      iscale = isc[t / 4][t % 4];
     }
   }
+  for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1));
   return scale;
 }
 
