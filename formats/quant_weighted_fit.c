@@ -67,8 +67,15 @@ float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw)
   return scale;
 }
 
+/* ggml's make_qkx3_quants with weights: the fit at nmax/(max-min), then trials at
+ * (rmin + rdelta is + nmax)/(max-min), each taken when its weighted error is below the best.
+ * A taken trial moves min, which the later trials' codes use: so four trials at a time are
+ * computed in the lanes with the current min (each lane in ggml's order), looked at in order,
+ * and at the first one taken the lanes after it are dropped and redone from the next trial
+ * with the new min. n is at most 32. */
 float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
                      uint8_t *Laux, float rmin, float rdelta, int nstep) {
+  (void)Laux;
   float min = x[0], max = x[0];
   float sum_w = w[0];
   float sum_x = sum_w * x[0];
@@ -92,36 +99,46 @@ float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L
     const float diff = scale * L[i] + min - x[i];
     best += w[i] * (diff * diff);
   }
-  for (int is = 0; is <= nstep; is++) {
-    iscale = (rmin + rdelta * is + nmax) / (max - min);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+  const fg_qvi lo = {0, 0, 0, 0}, hi = {nmax, nmax, nmax, nmax};
+  fg_qvf lv[32];
+  for (int is0 = 0; is0 <= nstep;) {
+    const fg_qvf isv = {(float)is0, (float)(is0 + 1), (float)(is0 + 2), (float)(is0 + 3)};
+    const fg_qvf isc = (rmin + rdelta * isv + (float)nmax) / (max - min);
+    fg_qvf sl = {0, 0, 0, 0}, sl2 = sl, sxl = sl;
     for (int i = 0; i < n; i++) {
-      const int l = fg_qw_clampi(fg_nearest_int(iscale * (x[i] - min)), 0, nmax);
-      Laux[i] = (uint8_t)l;
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
+      const fg_qvf v = isc * (x[i] - min) + 12582912.0f; /* fg_nearest_int per lane */
+      fg_qvi l = ((fg_qvi)v & 0x007fffff) - 0x00400000;
+      const fg_qvi below = l < lo, above = l > hi;
+      l = (below & lo) | (~below & l);
+      l = (above & hi) | (~above & l);
+      lv[i] = __builtin_convertvector(l, fg_qvf);
+      const fg_qvf wl = w[i] * lv[i];
+      sl += wl;
+      sl2 += wl * lv[i];
+      sxl += wl * x[i];
     }
-    const float D = sum_w * sum_l2 - sum_l * sum_l;
-    if (D > 0) {
-      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-      if (this_min > 0) {
-        this_min = 0;
-        this_scale = sum_xl / sum_l2;
-      }
-      float err = 0;
-      for (int i = 0; i < n; i++) {
-        const float diff = this_scale * Laux[i] + this_min - x[i];
-        err += w[i] * (diff * diff);
-      }
-      if (err < best) {
-        memcpy(L, Laux, (size_t)n);
-        best = err;
-        scale = this_scale;
-        min = this_min;
-      }
+    const fg_qvf D = sum_w * sl2 - sl * sl;
+    fg_qvf tsc = (sum_w * sxl - sum_x * sl) / D, tmin = (sl2 * sum_x - sl * sxl) / D;
+    const fg_qvi pos = tmin > 0.0f;
+    const fg_qvf zero = {0, 0, 0, 0};
+    tmin = FG_QV_SEL(pos, zero, tmin);
+    tsc = FG_QV_SEL(pos, sxl / sl2, tsc);
+    fg_qvf err = {0, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+      const fg_qvf diff = tsc * lv[i] + tmin - x[i];
+      err += w[i] * (diff * diff);
     }
+    int next = is0 + 4;
+    for (int k = 0; k < 4 && is0 + k <= nstep; k++) {
+      if (!(D[k] > 0) || !(err[k] < best)) continue;
+      for (int i = 0; i < n; i++) L[i] = (uint8_t)lv[i][k];
+      best = err[k];
+      scale = tsc[k];
+      min = tmin[k];
+      next = is0 + k + 1; /* the later lanes used the old min */
+      break;
+    }
+    is0 = next;
   }
   *the_min = -min;
   return scale;
