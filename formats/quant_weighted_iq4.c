@@ -55,14 +55,36 @@ static float fg_qw_iq4_fit(const float *v, const float *xb, const float *w) {
   }
   d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
   float best = d * sumqx;
-  for (int itry = -7; itry <= 7; itry++) {
-    id = (float)(itry + fg_iq4nl_value(0)) / max;
-    sumqx = sumq2 = 0;
-    for (int j = 0; j < 32; j++) {
-      const float q = v[fg_qw_iq4_index(v, id * xb[j])];
-      sumqx += w[j] * q * xb[j];
-      sumq2 += w[j] * q * q;
+  /* The 15 trials' sums do not depend on which are taken: four trials to a vector, each lane
+   * in ggml's order (its table entry found by counting the entries at or below, which is the
+   * bisection's answer), then taken or not in ggml's order. */
+  fg_qvf sx[4], s2[4];
+  static const float tries[16] = {-7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 7};
+  fg_qvf idv[4];
+  for (int g = 0; g < 4; g++) {
+    idv[g] = (fg_qv_load(tries + 4 * g) + (float)fg_iq4nl_value(0)) / max;
+    sx[g] = s2[g] = (fg_qvf){0, 0, 0, 0};
+  }
+  for (int j = 0; j < 32; j++) {
+    const float wj = w[j], xj = xb[j];
+    for (int g = 0; g < 4; g++) {
+      const fg_qvf t = idv[g] * xj;
+      fg_qvf lo = {v[0], v[0], v[0], v[0]}, hi = {v[1], v[1], v[1], v[1]};
+      for (int k = 1; k < 15; k++) {
+        const fg_qvi m = t >= v[k];
+        const fg_qvf vk = {v[k], v[k], v[k], v[k]}, vk1 = {v[k + 1], v[k + 1], v[k + 1], v[k + 1]};
+        lo = FG_QV_SEL(m, vk, lo);
+        hi = FG_QV_SEL(m, vk1, hi);
+      }
+      const fg_qvf q = FG_QV_SEL(t - lo < hi - t, lo, hi);
+      const fg_qvf wq = wj * q;
+      sx[g] += wq * xj;
+      s2[g] += wq * q;
     }
+  }
+  for (int k = 0; k < 15; k++) {
+    sumqx = sx[k / 4][k % 4];
+    sumq2 = s2[k / 4][k % 4];
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       d = sumqx / sumq2;
       best = d * sumqx;
