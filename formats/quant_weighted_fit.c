@@ -6,15 +6,16 @@
 
 #include "formats/quant_weighted_internal.h"
 
-/* Codes of iscale * x[i] clamped to -nmax..nmax-1, four trial scales in the lanes. */
+/* Codes of iscale * x[i] clamped to -nmax..nmax-1 as floats, four trial scales in the lanes.
+ * ggml rounds with the bits of v + 1.5*2^23 and then clamps; for |v| < 2^22 that is the float
+ * (v + 1.5*2^23) - 1.5*2^23 (the same round-half-even), and clamping to integer bounds first
+ * gives the same code. Here |v| <= nmax + 0.9: iscale is -(nmax + 0.1 is)/max and max has the
+ * largest magnitude of the x. */
 static inline fg_qvf fg_qw_sym_codes(fg_qvf iscale, float x, int nmax) {
-  const fg_qvf v = iscale * x + 12582912.0f; /* fg_nearest_int per lane */
-  fg_qvi l = ((fg_qvi)v & 0x007fffff) - 0x00400000;
-  const fg_qvi lo = {-nmax, -nmax, -nmax, -nmax}, hi = {nmax - 1, nmax - 1, nmax - 1, nmax - 1};
-  const fg_qvi below = l < lo, above = l > hi;
-  l = (below & lo) | (~below & l);
-  l = (above & hi) | (~above & l);
-  return __builtin_convertvector(l, fg_qvf);
+  const fg_qvf lo = {(float)-nmax, (float)-nmax, (float)-nmax, (float)-nmax};
+  const fg_qvf hi = {(float)(nmax - 1), (float)(nmax - 1), (float)(nmax - 1), (float)(nmax - 1)};
+  const fg_qvf v = FG_QV_MIN(FG_QV_MAX(iscale * x, lo), hi);
+  return (v + 12582912.0f) - 12582912.0f;
 }
 
 /* ggml's make_qx_quants with weights (rmse_type 1): the fit at -nmax/max, then 18 trials at
