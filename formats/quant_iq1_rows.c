@@ -41,20 +41,14 @@ void fg_dec_rows_iq1_s(const uint8_t *restrict b, float *restrict y, int64_t nb)
 void fg_dec_rows_iq1_m(const uint8_t *restrict b, float *restrict y, int64_t nb) {
   pthread_once(&fg_iq1_once, fg_iq1_build);
   for (int64_t i = 0; i < nb; i++, b += 56, y += 256) {
-    const uint8_t *qs = b, *qh = b + 32;
     unsigned sc[4];
-    for (int k = 0; k < 4; k++) sc[k] = fg_ld_le16(b + 48 + 2 * k);
-    const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
-                                   (sc[3] & 0xf000u));
-    const float d = fg_f16_to_f32(dh);
+    const float d = fg_iq1m_d(b, sc);
     for (int g = 0; g < 8; g++) {
-      const unsigned w = sc[g >> 1] >> (6 * (g & 1));
-      const float dl1 = d * (float)(2 * (int)(w & 7u) + 1);
-      const float dl2 = d * (float)(2 * (int)((w >> 3) & 7u) + 1);
+      float dl1, dl2, delta;
+      fg_iq1m_group(sc, d, g, &dl1, &dl2);
       for (int l = 0; l < 4; l++) {
-        const unsigned nib = ((unsigned)qh[2 * g + (l >> 1)] >> (4 * (l & 1))) & 15u;
-        const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((nib & 8u) << 28));
-        fg_iq1_put8f(l < 2 ? dl1 : dl2, delta, qs[4 * g + l] | ((nib & 7u) << 8), y + 32 * g + 8 * l);
+        const unsigned idx = fg_iq1m_entry(b, g, l, &delta);
+        fg_iq1_put8f(l < 2 ? dl1 : dl2, delta, idx, y + 32 * g + 8 * l);
       }
     }
   }

@@ -229,21 +229,37 @@ static inline FG_HD void fg_dequant_iq1_s(const uint8_t *FG_RESTRICT b, float *F
  * bits 8..10, bit 3 the sign of delta), scales[8] read as 4 u16: per 16 elements a 3-bit scale
  * s (factor 2s + 1) at bits 3k of word k/4, and the top nibbles of the 4 words together form
  * the block's fp16 d (word 0's top nibble lowest). */
-static inline FG_HD void fg_dequant_iq1_m(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
-  const uint8_t *qs = b, *qh = b + 32;
-  unsigned sc[4];
+/* IQ1_M's block scale d; sc gets the 4 scale words. */
+static inline FG_HD float fg_iq1m_d(const uint8_t *FG_RESTRICT b, unsigned sc[4]) {
   for (int k = 0; k < 4; k++) sc[k] = fg_ld_le16(b + 48 + 2 * k);
   const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
                                  (sc[3] & 0xf000u));
-  const float d = fg_f16_to_f32(dh);
+  return fg_f16_to_f32(dh);
+}
+
+/* IQ1_M's scales of group g's two halves: d * (2s + 1). */
+static inline FG_HD void fg_iq1m_group(const unsigned sc[4], float d, int g, float *dl1, float *dl2) {
+  const unsigned w = sc[g >> 1] >> (6 * (g & 1));
+  *dl1 = d * (float)(2 * (int)(w & 7u) + 1);
+  *dl2 = d * (float)(2 * (int)((w >> 3) & 7u) + 1);
+}
+
+/* IQ1_M's grid index of the l-th 8 of group g, and its delta. */
+static inline FG_HD unsigned fg_iq1m_entry(const uint8_t *FG_RESTRICT b, int g, int l, float *delta) {
+  const unsigned nib = ((unsigned)b[32 + 2 * g + (l >> 1)] >> (4 * (l & 1))) & 15u;
+  *delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((nib & 8u) << 28));
+  return b[4 * g + l] | ((nib & 7u) << 8);
+}
+
+static inline FG_HD void fg_dequant_iq1_m(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
+  unsigned sc[4];
+  const float d = fg_iq1m_d(b, sc);
   for (int g = 0; g < 8; g++) {
-    const unsigned w = sc[g >> 1] >> (6 * (g & 1));
-    const float dl1 = d * (float)(2 * (int)(w & 7u) + 1);
-    const float dl2 = d * (float)(2 * (int)((w >> 3) & 7u) + 1);
+    float dl1, dl2, delta;
+    fg_iq1m_group(sc, d, g, &dl1, &dl2);
     for (int l = 0; l < 4; l++) {
-      const unsigned nib = ((unsigned)qh[2 * g + (l >> 1)] >> (4 * (l & 1))) & 15u;
-      const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((nib & 8u) << 28));
-      fg_iq1_put8(l < 2 ? dl1 : dl2, delta, qs[4 * g + l] | ((nib & 7u) << 8), y + 32 * g + 8 * l);
+      const unsigned idx = fg_iq1m_entry(b, g, l, &delta);
+      fg_iq1_put8(l < 2 ? dl1 : dl2, delta, idx, y + 32 * g + 8 * l);
     }
   }
 }
