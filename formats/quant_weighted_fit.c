@@ -75,8 +75,7 @@ float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw)
  * and at the first one taken the lanes after it are dropped and redone from the next trial
  * with the new min. n is at most 32. */
 float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                     uint8_t *Laux, float rmin, float rdelta, int nstep) {
-  (void)Laux;
+                     float rmin, float rdelta, int nstep) {
   float min = x[0], max = x[0];
   float sum_w = w[0];
   float sum_x = sum_w * x[0];

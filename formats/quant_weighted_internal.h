@@ -27,10 +27,10 @@ static inline int fg_qw_clampi(int v, int lo, int hi) { return v < lo ? lo : v >
 /* Symmetric fit of n values with weights qw (make_qx_quants, rmse_type 1): codes
  * -nmax..nmax-1 stored +nmax in L; 18 trial inverse scales around -nmax/max. */
 float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw);
-/* Asymmetric fit (make_qkx3_quants with weights, squared error): codes 0..nmax in L, Laux
- * scratch of n; nstep+1 trial inverse scales. *the_min receives -min. */
+/* Asymmetric fit (make_qkx3_quants with weights, squared error): codes 0..nmax in L, n at
+ * most 32; nstep+1 trial inverse scales. *the_min receives -min. */
 float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-                     uint8_t *Laux, float rmin, float rdelta, int nstep);
+                     float rmin, float rdelta, int nstep);
 /* Fit of non-negative sub-block scales to codes 0..nmax (make_qp_quants) with weights qw,
  * then up to 5 passes of coordinate descent; returns the super-block scale. */
 float fg_qw_fit_scales(int n, int nmax, const float *x, uint8_t *L, const float *qw);

@@ -23,7 +23,7 @@ static void fg_qw_pack_2bit(const uint8_t *L, uint8_t *qs) {
 }
 
 void fg_qwenc_q2_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
-  uint8_t L[256], Laux[16], Ls[16], Lm[16];
+  uint8_t L[256], Ls[16], Lm[16];
   float mins[16], scales[16], sw[16], w[16];
   for (int64_t i = 0; i < n / 256; i++, x += 256, qw += 256, y += 84) {
     const float sigma2 = fg_qw_sumsq256(x) / 256;
@@ -31,7 +31,7 @@ void fg_qwenc_q2_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
       sw[j] = 0;
       for (int l = 0; l < 16; l++) w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
       for (int l = 0; l < 16; l++) sw[j] += w[l];
-      scales[j] = fg_qw_fit_asym(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36);
+      scales[j] = fg_qw_fit_asym(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36);
     }
     const float dm0 = fg_qw_fit_scales(16, 15, scales, Ls, sw);
     const float mm0 = fg_qw_fit_scales(16, 15, mins, Lm, sw);
@@ -99,7 +99,7 @@ void fg_qwenc_q3_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
 /* Q4_K / Q5_K: 8 sub-blocks of 32 with a 6-bit scale and min each; clamp63 is Q5_K's
  * MIN(63, .) on the fitted codes, which ggml's Q4_K omits. */
 static void fg_qw_enc_q45(const float *x, const float *qw, uint8_t *y, int nmax, int clamp63, uint8_t *L) {
-  uint8_t Laux[32], Ls[8], Lm[8], *sc = y + 4;
+  uint8_t Ls[8], Lm[8], *sc = y + 4;
   float w[32], sw[8], mins[8], scales[8];
   const float sigma2 = 2 * fg_qw_sumsq256(x) / 256;
   for (int j = 0; j < 8; j++) {
@@ -107,7 +107,7 @@ static void fg_qw_enc_q45(const float *x, const float *qw, uint8_t *y, int nmax,
     float sumw = 0;
     for (int l = 0; l < 32; l++) sumw += w[l];
     sw[j] = sumw;
-    scales[j] = fg_qw_fit_asym(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36);
+    scales[j] = fg_qw_fit_asym(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36);
   }
   const float d_block = fg_qw_fit_scales(8, 63, scales, Ls, sw);
   const float m_block = fg_qw_fit_scales(8, 63, mins, Lm, sw);

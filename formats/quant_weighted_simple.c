@@ -59,12 +59,12 @@ static void fg_qw_enc_min(const float *x, const float *qw, uint8_t *y, int64_t n
   const float sigma2 = fg_qw_row_sigma2(x, n);
   const int bb = nmax == 15 ? 20 : 24;
   float w[32];
-  uint8_t L[32], Laux[32];
+  uint8_t L[32];
   for (int64_t ib = 0; ib < n / 32; ib++, y += bb) {
     const float *xb = x + 32 * ib;
     fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
     float min;
-    const float d = fg_qw_fit_asym(32, nmax, xb, w, L, &min, Laux, -0.9f, 0.05f, 36);
+    const float d = fg_qw_fit_asym(32, nmax, xb, w, L, &min, -0.9f, 0.05f, 36);
     fg_st_le16(y, fg_f32_to_f16(d));
     fg_st_le16(y + 2, fg_f32_to_f16(-min));
     if (nmax == 15)
