@@ -56,10 +56,11 @@ fg_status fg_load_io_check(const fg_load_io *io, const fg_ckpt_tensor *t, uint64
  * (threads <= 1: one thread). A short read is FG_ERR_TRUNCATED. */
 fg_status fg_load_io_read(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, void *dst, size_t len,
                           int threads);
-/* Hints on t's bytes [off, off+len): WILLNEED through our descriptor (exact: its kernel
- * readahead is off), and MADV_DONTNEED on the mapping. Never fail. */
+/* Hints, never failing: WILLNEED on t's bytes [off, off+len) through our descriptor (exact:
+ * its kernel readahead is off); MADV_DONTNEED on the mapping of file `file`'s bytes
+ * [off, off+len) (file offsets: one call may cover several tensors). */
 void fg_load_io_prefetch(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
-void fg_load_io_evict(const fg_load_io *io, const fg_ckpt_tensor *t, uint64_t off, uint64_t len);
+void fg_load_io_evict(const fg_load_io *io, size_t file, uint64_t off, uint64_t len);
 /* Faults in the mapping's pages of t's bytes [off, off+len) without copying. A page past
  * the end of the file is FG_ERR_TRUNCATED, never SIGBUS (MADV_POPULATE_READ; older kernels
  * touch each page under the mapping's guard, fg_mapping_access). */

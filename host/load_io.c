@@ -166,9 +166,8 @@ void fg_load_io_prefetch(const fg_load_io *s, const fg_ckpt_tensor *t, uint64_t 
   (void)posix_fadvise(s->files[t->file].fd, (off_t)(t->offset + off), (off_t)len, POSIX_FADV_WILLNEED);
 }
 
-void fg_load_io_evict(const fg_load_io *s, const fg_ckpt_tensor *t, uint64_t off, uint64_t len) {
-  if (!clamp(t, off, &len)) return;
-  fg_mapping_evict(s->files[t->file].map, t->offset + off, len);
+void fg_load_io_evict(const fg_load_io *s, size_t file, uint64_t off, uint64_t len) {
+  if (file < s->nfiles) fg_mapping_evict(s->files[file].map, off, len);
 }
 
 void fg_load_io_set_random(const fg_load_io *s, bool random) {

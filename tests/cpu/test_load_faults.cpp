@@ -26,21 +26,29 @@ struct Mode {
   const char *name;
   unsigned flags;
   fg_load_dtype dtype;
+  bool quant;  // q8_0 tensors (GGUF only)
 };
 
-// The three ways bytes leave the file: populated for borrowing, converted from the mapping,
-// and read into the staging ring.
+// The ways bytes leave the file: populated for borrowing, converted or decoded from the
+// mapping, copied with pread, and read into the staging ring.
 const Mode kModes[] = {
-    {"borrow", 0, FG_LOAD_DTYPE_KEEP},
-    {"convert", 0, FG_LOAD_DTYPE_BF16},
-    {"staged", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_KEEP},
-    {"staged_convert", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_F16},
+    {"borrow", 0, FG_LOAD_DTYPE_KEEP, false},
+    {"convert", 0, FG_LOAD_DTYPE_BF16, false},
+    {"copy", FG_LOAD_FLAG_COPY, FG_LOAD_DTYPE_KEEP, false},
+    {"dequant", 0, FG_LOAD_DTYPE_F32, true},
+    {"staged", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_KEEP, false},
+    {"staged_convert", FG_LOAD_FLAG_STAGED, FG_LOAD_DTYPE_F16, false},
 };
 
-// Eight tensors of 1 MiB: the fault strikes after the first one.
-std::vector<ldt::Tensor> tensors() {
+// Eight tensors of 1 MiB (f32) or of 1 Mi elements (q8_0, 1.06 MiB): the fault strikes after the
+// first one.
+std::vector<ldt::Tensor> tensors(bool quant) {
   std::vector<ldt::Tensor> ts;
-  for (int i = 0; i < 8; i++) ts.push_back(ldt::make_float("w" + std::to_string(i), FG_F32, {256, 1024}, (uint64_t)i));
+  for (int i = 0; i < 8; i++) {
+    std::string name = "w" + std::to_string(i);
+    ts.push_back(quant ? ldt::make_quant(name, FG_Q8_0, 1024, 1024, (uint64_t)i)
+                       : ldt::make_float(name, FG_F32, {256, 1024}, (uint64_t)i));
+  }
   return ts;
 }
 
@@ -81,11 +89,12 @@ class LoadFaults : public ::testing::Test {
 void run_sabotage(fg_device *dev, int what, fg_status want, const char *says) {
   for (bool gguf : {false, true}) {
     for (const Mode &md : kModes) {
+      if (md.quant && !gguf) continue;
       SCOPED_TRACE(std::string(gguf ? "gguf/" : "st/") + md.name);
       fgt::TempDir dir;
       std::string path = dir.file(gguf ? "m.gguf" : "m.safetensors");
-      if (gguf) ldt::write_gguf(path, tensors());
-      else ldt::write_st(path, tensors());
+      if (gguf) ldt::write_gguf(path, tensors(md.quant));
+      else ldt::write_st(path, tensors(md.quant));
       Sabotage sb;
       sb.path = path;
       sb.what = what;
