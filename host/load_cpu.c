@@ -23,9 +23,11 @@
  * their output; converted ones (f32/f16/bf16) are converted element by element straight
  * from the mapping when every page of the piece is cached, with the elem/ functions the CPU
  * backend's loops call (the same bits as fg_convert, whose threads could not be guarded);
- * dequantized ones are copied into the thread's bounce buffer, which the decoder reads.
- * Pages only read from are released from the process after their window. Process memory
- * beyond the output is about one window of file pages plus a bounce buffer per thread. */
+ * dequantized ones likewise by the row decoder on the piece's thread when every page is
+ * cached, else copied into the thread's bounce buffer, which the decoder reads.
+ * Pages only read from are released from the process after their window, one call per run
+ * of neighbouring spans. Process memory beyond the output is about one window of file
+ * pages plus a bounce buffer per thread. */
 #include <errno.h>
 #include <omp.h>
 #include <pthread.h>
