@@ -40,6 +40,7 @@
 
 #include "forgia/elem/bytes.h"
 #include "forgia/elem/half.h"
+#include "formats/quant_stream.h"
 #include "forgia/quant.h"
 #include "host/load_internal.h"
 
@@ -61,6 +62,9 @@
 #define FG_CPU_POPULATE_PIECE ((uint64_t)4 << 20) /* per thread when populating borrowed bytes */
 #define FG_CPU_SINK ((uint64_t)4 << 20)           /* where preads that only fill the cache land */
 #define FG_CPU_EVICT_GAP ((uint64_t)64 << 10)     /* padding one release of read pages may span */
+/* A load whose output is at least this large writes decoded floats around the caches
+ * (fg_quant_decode_streaming): nothing reads them before they have left the cache anyway. */
+#define FG_CPU_STREAM_MIN ((uint64_t)32 << 20)
 #define FG_CPU_AHEAD ((uint64_t)64 << 20)         /* readahead window beyond the cursor */
 
 static bool is_lazy(const fg_load_ctx *c, const fg_load_item *it) {
@@ -331,7 +335,11 @@ static fg_status decode_piece(fg_load_ctx *c, const fg_load_item *it, const span
     /* a run of whole blocks decodes the same as the rows it lies in: one "row" of n */
     s = fg_load_to_f64(t->dtype, src, (size_t)(b - a), (double *)it->out->data + first, 1, (int64_t)n);
   } else if (fg_quant_can_decode(t->dtype)) {
-    s = fg_quant_decode_rows(t->dtype, src, (size_t)(b - a), (float *)it->out->data + first, 1, (int64_t)n);
+    float *y = (float *)it->out->data + first;
+    if (c->stats && c->stats->bytes_owned >= FG_CPU_STREAM_MIN)
+      s = fg_quant_decode_streaming(t->dtype, src, (size_t)(b - a), y, (int64_t)n);
+    else
+      s = fg_quant_decode_rows(t->dtype, src, (size_t)(b - a), y, 1, (int64_t)n);
   } else { /* the device layer's decoder, for a type the row codecs lack */
     s = fg_convert(c->dev, (float *)it->out->data + first, FG_F32, src, t->dtype, (size_t)n, NULL);
   }
