@@ -37,8 +37,9 @@ static void usage(FILE *f) {
           "  --ring     staging ring: N pinned buffers of SIZE bytes (K/M/G suffixes), default 4,16M\n"
           "  --lazy     CPU: borrow kept tensors without reading their pages\n"
           "  --list     print every loaded tensor (name, dtype, shape, bytes)\n"
-          "  --bench    also measure page-cache read(), memcpy and (GPU) pinned host-to-device\n"
-          "             bandwidth in this run and print the load's ratio to each\n");
+          "  --bench    also measure page-cache read() into new memory (all threads), memcpy and\n"
+          "             (GPU) pinned host-to-device bandwidth in this run, and print the load's\n"
+          "             ratio to each\n");
 }
 
 static int parse_size(const char *s, size_t *out) {

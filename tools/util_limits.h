@@ -6,8 +6,11 @@
 
 #include "forgia/device.h"
 
-/* read() of the files, start to end, into one reused 16 MiB buffer: the rate at which one
- * thread gets the bytes out of the page cache (GB/s). Negative when a file cannot be read. */
+/* The files read into new memory of their size (huge pages advised) by every OpenMP thread,
+ * each its share, once a first pass has put them in the page cache: the limit of a kept-dtype
+ * copy into fresh memory, which is what a load with default options does (GB/s, allocation
+ * included, best of three). Negative when a file cannot be read. A reused 16 MiB buffer would stay in the
+ * last-level cache and overstate what any copy of a whole file can do. */
 double fg_cli_read_gbs(const char *const *paths, size_t n);
 /* Best of 5 multi-threaded memcpy runs of 256 MiB (GB/s copied). */
 double fg_cli_memcpy_gbs(void);
