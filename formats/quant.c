@@ -129,53 +129,46 @@ typedef uint16_t fg_u16_any __attribute__((may_alias, aligned(1)));
 #define FG_ST16(p, i, v) fg_st_le16((p) + 2 * (i), (v))
 #define FG_LD16(p, i) fg_ld_le16((p) + 2 * (i))
 #endif
-static FG_DEC_CLONES FG_DEC_NOINLINE void fg_enc_f16(const float *FG_RESTRICT x, uint8_t *FG_RESTRICT y, int64_t lo, int64_t hi) {
+/* Each on [lo, hi) of the elements, from in to out (f32 to 16-bit for the encoders). */
+typedef void (*fg_scalar_loop)(const void *in, void *out, int64_t lo, int64_t hi);
+static FG_DEC_CLONES FG_DEC_NOINLINE void fg_enc_f16(const void *in, void *out, int64_t lo, int64_t hi) {
+  const float *FG_RESTRICT x = in;
+  uint8_t *FG_RESTRICT y = out;
   for (int64_t i = lo; i < hi; i++) FG_ST16(y, i, fg_f32_to_f16(x[i]));
 }
-static FG_DEC_CLONES FG_DEC_NOINLINE void fg_enc_bf16(const float *FG_RESTRICT x, uint8_t *FG_RESTRICT y, int64_t lo, int64_t hi) {
+static FG_DEC_CLONES FG_DEC_NOINLINE void fg_enc_bf16(const void *in, void *out, int64_t lo, int64_t hi) {
+  const float *FG_RESTRICT x = in;
+  uint8_t *FG_RESTRICT y = out;
   for (int64_t i = lo; i < hi; i++) FG_ST16(y, i, fg_f32_to_bf16(x[i]));
 }
-static FG_DEC_CLONES FG_DEC_NOINLINE void fg_dec_f16(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y, int64_t lo, int64_t hi) {
+static FG_DEC_CLONES FG_DEC_NOINLINE void fg_dec_f16(const void *in, void *out, int64_t lo, int64_t hi) {
+  const uint8_t *FG_RESTRICT b = in;
+  float *FG_RESTRICT y = out;
   for (int64_t i = lo; i < hi; i++) y[i] = fg_f16_to_f32(FG_LD16(b, i)); /* the vectorising form */
 }
-static FG_DEC_CLONES FG_DEC_NOINLINE void fg_dec_bf16(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y, int64_t lo, int64_t hi) {
+static FG_DEC_CLONES FG_DEC_NOINLINE void fg_dec_bf16(const void *in, void *out, int64_t lo, int64_t hi) {
+  const uint8_t *FG_RESTRICT b = in;
+  float *FG_RESTRICT y = out;
   for (int64_t i = lo; i < hi; i++) y[i] = fg_bf16_to_f32(FG_LD16(b, i));
 }
 
-/* f32 is a copy; f16 and bf16 on one thread without a region (the loop inside an outlined
- * region body compiled slower: bf16 encode was 0.87x of ggml's), else a contiguous share per
- * thread. */
-static void fg_enc_scalar(fg_dtype t, const float *x, uint8_t *y, int64_t n) {
+/* n elements of a scalar type, either way: f32 is a copy; f16 and bf16 on one thread without
+ * a region (the loop inside an outlined region body compiled slower: bf16 encode was 0.87x
+ * of ggml's), else a contiguous share per thread. */
+static void fg_scalar_rows(fg_dtype t, bool encode, const void *in, void *out, int64_t n) {
   if (t == FG_F32) {
-    memcpy(y, x, (size_t)n * 4);
+    memcpy(out, in, (size_t)n * 4);
     return;
   }
-  void (*fn)(const float *, uint8_t *, int64_t, int64_t) = t == FG_F16 ? fg_enc_f16 : fg_enc_bf16;
+  const fg_scalar_loop fn = encode ? (t == FG_F16 ? fg_enc_f16 : fg_enc_bf16) : (t == FG_F16 ? fg_dec_f16 : fg_dec_bf16);
   if (!fg_quant_par(n)) {
-    fn(x, y, 0, n);
+    fn(in, out, 0, n);
     return;
   }
 #pragma omp parallel
   {
     const int64_t k = omp_get_thread_num(), nt = omp_get_num_threads();
-    fn(x, y, n * k / nt, n * (k + 1) / nt);
-  }
-}
-
-static void fg_dec_scalar(fg_dtype t, const uint8_t *b, float *y, int64_t n) {
-  if (t == FG_F32) {
-    memcpy(y, b, (size_t)n * 4);
-    return;
-  }
-  void (*fn)(const uint8_t *, float *, int64_t, int64_t) = t == FG_F16 ? fg_dec_f16 : fg_dec_bf16;
-  if (!fg_quant_par(n)) {
-    fn(b, y, 0, n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t k = omp_get_thread_num(), nt = omp_get_num_threads();
-    fn(b, y, n * k / nt, n * (k + 1) / nt);
+    fn(in, out, n * k / nt, n * (k + 1) / nt);
   }
 }
 
@@ -275,7 +268,7 @@ fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int6
   if (nb == 0) return FG_OK;
   uint8_t *y = (uint8_t *)dst;
   if (fg_is_scalar(t)) {
-    fg_enc_scalar(t, src, y, nb);
+    fg_scalar_rows(t, true, src, y, nb);
     return FG_OK;
   }
   const fg_dtype_traits *tr = fg_dtype_info(t);
@@ -428,7 +421,7 @@ static fg_status fg_decode(fg_dtype t, const void *src, size_t src_bytes, float 
   if (nb == 0) return FG_OK;
   const uint8_t *b = (const uint8_t *)src;
   if (fg_is_scalar(t)) {
-    fg_dec_scalar(t, b, dst, nb);
+    fg_scalar_rows(t, false, b, dst, nb);
     return FG_OK;
   }
   const fg_dtype_traits *tr = fg_dtype_info(t);
