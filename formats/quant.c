@@ -356,9 +356,9 @@ static void fg_dec_blocks(fg_dtype t, const uint8_t *b, float *y, int64_t nb) {
  * per second streamed / plain, 1 thread into 64 MiB: q8_0 1.77x, q8_K 1.96x, tq1_0 1.63x,
  * q4_K 1.48x, q4_0 1.45x, q5_K 1.34x, q2_0 1.25x; 2 threads into 64 MiB: q8_0 1.61x, q4_0
  * 1.35x, q4_K 1.34x; but q6_K 0.84x, q5_0 0.87x, q3_K 0.81x, nvfp4 0.87x, q2_K 1.02x (their
- * own arithmetic is the bound, and the extra pass through L1 costs), and into 4 MiB of
- * output, which L2 and L3 hold, every type is slower streamed (0.5-0.96x); so is output into
- * pages not yet faulted in (see fg_resident). */
+ * own arithmetic is the bound, and the extra pass through L1 costs). Output that the caches
+ * hold is slower streamed (see fg_llc_bytes), and so is output into pages not yet faulted in
+ * (see fg_resident). */
 #define FG_QUANT_STREAM_CHUNK 4096 /* floats: 16 KiB */
 /* Whether every page of [p, p+bytes) is in memory. Streaming pays only there: a fresh page
  * is zeroed by the kernel through the cache at its first touch, and non-temporal stores then
@@ -383,7 +383,23 @@ static bool fg_resident(const void *p, size_t bytes) {
   return false;
 #endif
 }
-#define FG_QUANT_STREAM_MIN_BYTES ((int64_t)8 << 20) /* per thread, for fg_quant_decode_rows */
+
+/* The last-level cache's size: plain stores into an output smaller than it may find their
+ * lines there (repeated decodes into one 8 MiB buffer ran 1.2-1.9x faster with plain stores
+ * than streamed, on this VM's 260 MB L3); a larger one cycles through it, and every line is
+ * read from memory before it is overwritten. 32 MiB when the system does not say. */
+static uint64_t fg_llc_bytes(void) {
+  static _Atomic uint64_t llc; /* a fact about the machine: one value per process */
+  uint64_t v = llc;
+  if (v == 0) {
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    v = l3 > 0 ? (uint64_t)l3 : l2 > 0 ? (uint64_t)l2 : (uint64_t)32 << 20;
+    llc = v;
+  }
+  return v;
+}
+
+bool fg_quant_stream_worth(uint64_t out_bytes) { return out_bytes >= fg_llc_bytes(); }
 static bool fg_stream_pays(fg_dtype t) {
   switch (t) {
     case FG_Q8_0: case FG_Q8_1: case FG_Q8_K: case FG_Q4_0: case FG_Q4_1: case FG_Q4_K: case FG_Q5_K:
@@ -429,11 +445,10 @@ static fg_status fg_decode(fg_dtype t, const void *src, size_t src_bytes, float 
   /* One thread: no region (a region of one costs its setup, and gcc compiles its outlined
    * body a few percent slower). More: each thread one contiguous share, as schedule(static). */
   const bool par = fg_quant_par(nb * be);
-  const int nt_max = par ? omp_get_max_threads() : 1;
-  /* stream = -1: when each thread's share of the output is beyond what its caches hold, and
-   * the output's pages are in memory already */
-  const bool strm = fg_stream_pays(t) && (stream > 0 || (nb * be * 4 / nt_max >= FG_QUANT_STREAM_MIN_BYTES &&
-                                                         fg_resident(dst, (size_t)(nb * be) * 4)));
+  /* stream = -1: when the output is beyond what the caches hold, and its pages are in
+   * memory already */
+  const uint64_t out = (uint64_t)(nb * be) * 4;
+  const bool strm = fg_stream_pays(t) && (stream > 0 || (fg_quant_stream_worth(out) && fg_resident(dst, (size_t)out)));
   if (!par) {
     fg_dec_blocks_out(t, b, dst, nb, be, bb, strm);
     return FG_OK;

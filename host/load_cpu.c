@@ -62,12 +62,6 @@
 #define FG_CPU_POPULATE_PIECE ((uint64_t)4 << 20) /* per thread when populating borrowed bytes */
 #define FG_CPU_SINK ((uint64_t)4 << 20)           /* where preads that only fill the cache land */
 #define FG_CPU_EVICT_GAP ((uint64_t)64 << 10)     /* padding one release of read pages may span */
-/* A load into recycled memory whose output is at least this large writes decoded floats
- * around the caches (fg_quant_decode_streaming): nothing reads them before they have left the
- * cache anyway. Not into fresh memory: the kernel zeroes each new page through the cache at
- * its first touch, and streaming over it writes it twice (2 threads, q8_0 -> f32: 2.7 -> 1.9
- * GB/s of source). */
-#define FG_CPU_STREAM_MIN ((uint64_t)32 << 20)
 #define FG_CPU_AHEAD ((uint64_t)64 << 20)         /* readahead window beyond the cursor */
 
 static bool is_lazy(const fg_load_ctx *c, const fg_load_item *it) {
@@ -345,7 +339,12 @@ static fg_status decode_piece(fg_load_ctx *c, const fg_load_item *it, const span
     s = fg_load_to_f64(t->dtype, src, (size_t)(b - a), (double *)it->out->data + first, 1, (int64_t)n);
   } else if (fg_quant_can_decode(t->dtype)) {
     float *y = (float *)it->out->data + first;
-    if (c->stats && c->stats->recycled && c->stats->bytes_owned >= FG_CPU_STREAM_MIN)
+    /* A load into recycled memory whose output the last-level cache cannot hold writes the
+     * floats around the caches: nothing reads them before they have left it anyway. Not
+     * into fresh memory: the kernel zeroes each new page through the cache at its first
+     * touch, and streaming over it writes it twice (2 threads, q8_0 -> f32: 2.7 -> 1.9 GB/s
+     * of source). */
+    if (c->stats && c->stats->recycled && fg_quant_stream_worth(c->stats->bytes_owned))
       s = fg_quant_decode_streaming(t->dtype, src, (size_t)(b - a), y, (int64_t)n);
     else
       s = fg_quant_decode_rows(t->dtype, src, (size_t)(b - a), y, 1, (int64_t)n);

@@ -32,10 +32,10 @@
  *   first in row-major order is reported. Callers add the tensor name with fg_fail_prefix.
  * - a type this build cannot encode/decode gives FG_ERR_UNSUPPORTED.
  * The multi-row forms run OpenMP over rows and give identical bytes for any thread count.
- * A decode whose output per thread is 8 MiB or more, all of it in memory already (faulted
- * in), writes it with non-temporal stores on x86-64 for the types whose decoders outrun
- * memory (q8_0, q8_1, q8_K, q4_0, q4_1, q4_K, q5_K, tq1_0, tq2_0, q2_0): the same floats,
- * 1.3-2x faster there, but not left in the cache.
+ * A decode whose output is larger than the last-level cache and all in memory already
+ * (faulted in) writes it with non-temporal stores on x86-64 for the types whose decoders
+ * outrun memory (q8_0, q8_1, q8_K, q4_0, q4_1, q4_K, q5_K, tq1_0, tq2_0, q2_0): the same
+ * floats, 1.3-2x faster there, and not left in the cache, which could not hold them.
  *
  * Thread safety: the codecs keep no state; every function may be called from many threads
  * at once (each multi-row call runs its own OpenMP team from the calling thread). */

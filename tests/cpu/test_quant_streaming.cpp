@@ -1,13 +1,16 @@
-// Decodes large enough to be written with non-temporal stores (fg_quant_decode_rows once a
-// thread's share of the output reaches 8 MiB, on x86-64, for the types whose decoders outrun
-// memory) give the same floats as small decodes, which use plain stores, at any alignment of
-// the output and any thread count.
+// Streamed decodes (non-temporal stores on x86-64, for the types whose decoders outrun
+// memory: what the loader asks for, and what fg_quant_decode_rows does for output beyond the
+// last-level cache) give the same floats as row-by-row decodes, which use plain stores, at
+// any alignment of the output and any thread count.
 #include <gtest/gtest.h>
 #include <omp.h>
+
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
+#include "formats/quant_stream.h"
 #include "forgia/quant.h"
 #include "quant_test_rows.h"
 #include "testutil.h"
@@ -15,9 +18,9 @@
 namespace {
 
 const int64_t kRow = 4096;
-const int64_t kRows = 1040;  // 17 MiB of floats: 8.5 MiB per thread with two
+const int64_t kRows = 260;  // 4 MiB of floats: many L1 chunks per thread
 
-TEST(QuantStreaming, LargeDecodesEqualRowByRowDecodes) {
+TEST(QuantStreaming, StreamedDecodesEqualRowByRowDecodes) {
   const std::vector<float> x = fgt::gaussian((size_t)(kRow * kRows), 2026, 1.0f);
   const int saved = omp_get_max_threads();
   // every type that streams, and two that never do
@@ -39,7 +42,7 @@ TEST(QuantStreaming, LargeDecodesEqualRowByRowDecodes) {
       for (size_t shift : {1, 2, 0}) {
         float *y = buf.data() + shift;
         std::memset(buf.data(), 0xCD, buf.size() * 4);
-        ASSERT_EQ(FG_OK, fg_quant_decode_rows(t, q.data(), q.size(), y, kRows, kRow)) << fg_last_error();
+        ASSERT_EQ(FG_OK, fg_quant_decode_streaming(t, q.data(), q.size(), y, kRow * kRows)) << fg_last_error();
         EXPECT_EQ(0, std::memcmp(y, want.data(), want.size() * 4)) << threads << " threads, shift " << shift;
         // nothing written outside the output
         uint32_t before, after;
@@ -53,6 +56,14 @@ TEST(QuantStreaming, LargeDecodesEqualRowByRowDecodes) {
     }
   }
   omp_set_num_threads(saved);
+}
+
+// The size from which fg_quant_decode_rows streams by itself is the last-level cache's.
+TEST(QuantStreaming, WorthItOnlyBeyondTheLastLevelCache) {
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  uint64_t llc = l3 > 0 ? (uint64_t)l3 : l2 > 0 ? (uint64_t)l2 : (uint64_t)32 << 20;
+  EXPECT_FALSE(fg_quant_stream_worth(llc - 1));
+  EXPECT_TRUE(fg_quant_stream_worth(llc));
 }
 
 }  // namespace
