@@ -10,6 +10,15 @@
 
 fg_bench fg_bench_begin(const char *name, size_t default_size, int argc, char **argv) {
   fg_bench b = {name, 9, 2, 0, default_size};
+  /* a benchmark can run for minutes: asking for help must not start it */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: bench_%s [--reps N] [--warmup N] [--size BYTES] [--threads N] [this benchmark's own\n"
+             "       flags, which the comment at the top of bench/bench_%s.c lists]\n"
+             "prints one JSON line per figure: its value, and the limit or peer it is measured against\n",
+             name, name);
+      exit(0);
+    }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--reps") == 0) b.reps = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--warmup") == 0) b.warmup = atoi(argv[i + 1]);
