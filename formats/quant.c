@@ -330,9 +330,8 @@ FG_DEC_TYPES_WIDE(FG_DEC_FN_WIDE)
 /* nb blocks of t from b into y, on the calling thread. */
 static void fg_dec_blocks(fg_dtype t, const uint8_t *b, float *y, int64_t nb) {
 #if FG_QUANT_X86
-  if ((t == FG_Q8_0 || t == FG_Q8_K) && fg_quant_rows_avx2()) {
-    if (t == FG_Q8_0) fg_dec_rows_q8_0_avx2(b, y, nb);
-    else fg_dec_rows_q8_K_avx2(b, y, nb);
+  if (t == FG_Q8_0 && fg_quant_rows_avx2()) {
+    fg_dec_rows_q8_0_avx2(b, y, nb);
     return;
   }
 #endif
