@@ -141,21 +141,16 @@ static fg_status cvt_fn(void *user) {
   if (j->dt == FG_F32) return fg_quant_decode_rows(j->st, j->src, j->n * 2, (float *)(void *)j->dst, 1, (int64_t)j->n);
   if (j->st == FG_F32 && !((uintptr_t)j->src & 3))
     return fg_quant_encode_rows(j->dt, (const float *)(const void *)j->src, 1, (int64_t)j->n, j->dst, j->n * 2);
-  if (j->dt == FG_F32) {
-    float *d = (float *)(void *)j->dst;
-    if (j->st == FG_F16) FG_CVT_LOOP(FG_F16, 2, d[i] = v)
-    else FG_CVT_LOOP(FG_BF16, 2, d[i] = v)
+  /* what is left: an unaligned f32 source, and f16 <-> bf16 */
+  uint16_t *d = (uint16_t *)(void *)j->dst;
+  bool f16 = j->dt == FG_F16;
+  if (j->st == FG_F32) {
+    if (f16) FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_f16(v))
+    else FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_bf16(v))
+  } else if (f16) {
+    FG_CVT_LOOP(FG_BF16, 2, d[i] = fg_f32_to_f16(v))
   } else {
-    uint16_t *d = (uint16_t *)(void *)j->dst;
-    bool f16 = j->dt == FG_F16;
-    if (j->st == FG_F32) {
-      if (f16) FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_f16(v))
-      else FG_CVT_LOOP(FG_F32, 4, d[i] = fg_f32_to_bf16(v))
-    } else if (f16) {
-      FG_CVT_LOOP(FG_BF16, 2, d[i] = fg_f32_to_f16(v))
-    } else {
-      FG_CVT_LOOP(FG_F16, 2, d[i] = fg_f32_to_bf16(v))
-    }
+    FG_CVT_LOOP(FG_F16, 2, d[i] = fg_f32_to_bf16(v))
   }
   return FG_OK;
 }
