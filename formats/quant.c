@@ -334,6 +334,10 @@ static void fg_dec_blocks(fg_dtype t, const uint8_t *b, float *y, int64_t nb) {
     fg_dec_rows_q8_0_avx2(b, y, nb);
     return;
   }
+  if (t == FG_Q8_K && !((uintptr_t)y & 3) && fg_quant_rows_avx2()) {
+    fg_dec_rows_q8_K_avx2(b, y, nb);
+    return;
+  }
 #endif
   switch (t) {
 #define FG_DEC_CASE(T, NAME, BE, BB) \

@@ -157,6 +157,7 @@ void fg_qenc_iq4_xs(const float *x, uint8_t *y);
 #define FG_QUANT_X86 1
 bool fg_quant_rows_avx2(void);
 void fg_dec_rows_q8_0_avx2(const uint8_t *b, float *y, int64_t nb);
+void fg_dec_rows_q8_K_avx2(const uint8_t *b, float *y, int64_t nb); /* y 4-byte aligned */
 void fg_stream_floats(float *y, const float *t, int64_t n);
 void fg_stream_fence(void);
 #else
