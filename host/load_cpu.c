@@ -432,8 +432,9 @@ static bool piece_out(const fg_load_ctx *c, const cpu_work *w, const piece *pc, 
  * before it when its output starts in the huge page where that run's output ends, while the
  * run writes less than FG_CPU_OUT_COPY. Small tensors lie several to a huge page of the
  * arena, and two threads writing into one new huge page stall each other while the kernel
- * zeroes it (SmolLM2's 272 tensors, kept copy with 2 threads into fresh memory: 0.72-0.83x -> 0.88-1.04x
- * of page-cache read into fresh memory). */
+ * zeroes it. Measured on SmolLM2's 272 tensors, kept copy with 2 threads into fresh memory:
+ * 0.72-0.83x of page-cache read into fresh memory with a piece per thread, 0.88-1.04x with
+ * runs. */
 static fg_status group_pieces(const fg_load_ctx *c, cpu_work *w, size_t np, size_t *ng) {
   fg_status s = grow((void **)&w->groups, &w->groups_cap, np + 1, sizeof *w->groups);
   if (s) return s;
