@@ -330,12 +330,10 @@ FG_DEC_TYPES_WIDE(FG_DEC_FN_WIDE)
 /* nb blocks of t from b into y, on the calling thread. */
 static void fg_dec_blocks(fg_dtype t, const uint8_t *b, float *y, int64_t nb) {
 #if FG_QUANT_X86
-  if (t == FG_Q8_0 && fg_quant_rows_avx2()) {
-    fg_dec_rows_q8_0_avx2(b, y, nb);
-    return;
-  }
-  if (t == FG_Q8_K && !((uintptr_t)y & 3) && fg_quant_rows_avx2()) {
-    fg_dec_rows_q8_K_avx2(b, y, nb);
+  /* Q8_K's peels by y's address, in whole floats */
+  if ((t == FG_Q8_0 || (t == FG_Q8_K && !((uintptr_t)y & 3))) && fg_quant_rows_avx2()) {
+    if (t == FG_Q8_0) fg_dec_rows_q8_0_avx2(b, y, nb);
+    else fg_dec_rows_q8_K_avx2(b, y, nb);
     return;
   }
 #endif
@@ -356,8 +354,8 @@ static void fg_dec_blocks(fg_dtype t, const uint8_t *b, float *y, int64_t nb) {
  * the output costs one write to memory instead of a read for ownership and a write. The same
  * floats. It pays for the decoders that outrun plain stores to memory, and only for output
  * beyond the caches: measured on this project's 2-core VM (Xeon, 2 MiB L2 per core), floats
- * per second streamed / plain, 1 thread into 64 MiB that no cache held: q8_0 1.77x, q8_K 1.96x, tq1_0 1.63x,
- * q4_K 1.48x, q4_0 1.45x, q5_K 1.34x, q2_0 1.25x; 2 threads into 64 MiB: q8_0 1.61x, q4_0
+ * per second streamed / plain, 1 thread into 64 MiB that no cache held: q8_0 1.77x, q8_K
+ * 1.96x, tq1_0 1.63x, q4_K 1.48x, q4_0 1.45x, q5_K 1.34x, q2_0 1.25x; 2 threads into 64 MiB: q8_0 1.61x, q4_0
  * 1.35x, q4_K 1.34x; but q6_K 0.84x, q5_0 0.87x, q3_K 0.81x, nvfp4 0.87x, q2_K 1.02x (their
  * own arithmetic is the bound, and the extra pass through L1 costs). Output that the caches
  * hold is slower streamed (see fg_llc_bytes), and so is output into pages not yet faulted in

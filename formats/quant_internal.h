@@ -150,8 +150,8 @@ void fg_qenc_nvfp4(const float *x, uint8_t *y);
 void fg_qenc_iq4_nl(const float *x, uint8_t *y);
 void fg_qenc_iq4_xs(const float *x, uint8_t *y);
 
-/* quant_rows_x86.c (x86-64 with gcc or clang): Q8_0's AVX2 row decoder, the same floats as
- * the block loop (fg_quant_rows_avx2 says whether this CPU may run it), and the
+/* quant_rows_x86.c (x86-64 with gcc or clang): Q8_0's and Q8_K's AVX2 row decoders, the same
+ * floats as the block loops (fg_quant_rows_avx2 says whether this CPU may run them), and the
  * non-temporal stores of streaming decodes. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FG_QUANT_X86 1
