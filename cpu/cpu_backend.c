@@ -7,7 +7,6 @@
 
 #include "core/clock.h"
 #include "cpu/cpu_ops.h"
-#include "cpu/cpu_gemm.h"
 #include "forgia/topology.h"
 #include "device/backend.h"
 
@@ -110,16 +109,7 @@ static fg_status cpu_convert(fg_device *dev, void *dst, fg_dtype dt, const void 
   return fg_cpu_convert(dst, dt, src, st, n);
 }
 
-/* Synchronous like every CPU stream operation. */
-static fg_status cpu_sum_f64(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream) {
-  (void)dev, (void)stream;
-  double t = 0.0;
-  for (size_t i = 0; i < n; i++) t = t + x[i];
-  *out = t;
-  return FG_OK;
-}
-
-fg_status fg_cpu_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
+FG_FAMILY_SLOTS(fg_cpu)
 
 const fg_backend fg_cpu_backend = {
   .name = "cpu",
@@ -140,10 +130,5 @@ const fg_backend fg_cpu_backend = {
   .stream_wait = cpu_stream_wait,
   .event_elapsed = cpu_event_elapsed,
   .convert = cpu_convert,
-  .reduce = fg_cpu_reduce,
-  .op_run = fg_cpu_op_run,
-  .gemm = fg_cpu_gemm,
-  .sum_f64 = cpu_sum_f64,
-  .apollo = fg_cpu_apollo,
-  .es_trits = fg_cpu_es_trits,
+  .families = fg_cpu_families,
 };

@@ -6,8 +6,6 @@
 #include "device/es_trits_call.h"
 #include "forgia/elem/es_trits.h"
 
-fg_status fg_cpu_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
-
 fg_status fg_cpu_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream) {
   (void)dev, (void)stream;
   if (c->kernel == FG_ES_TRITS_FLIP) {

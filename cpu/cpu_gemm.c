@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/cpu_gemm.h"
+#include "device/gemm_call.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/openblas_lazy.h"
 #include "device/scratch.h"

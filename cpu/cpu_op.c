@@ -121,9 +121,12 @@ static const fg_cpu_span_fn fg_cpu_spans[] = {
 #undef FG_CPU_OP_PTR_
 };
 
-fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
-                        fg_stream *stream) {
+fg_status fg_cpu_op(fg_device *dev, const fg_op_call *call, fg_stream *stream) {
   (void)dev;
+  const int op = call->op;
+  const fg_op_params *p = call->p;
+  const fg_op_args *list = call->list;
+  const size_t count = call->count;
   const size_t nchunks = fg_op_chunk_count(list, count, FG_CPU_OP_CHUNK);
   void *mem;
   fg_status st = fg_stream_scratch(stream, nchunks * sizeof(fg_op_chunk), &mem);

@@ -14,19 +14,11 @@
 void fg_cpu_memcpy(void *dst, const void *src, size_t bytes);
 /* f32 -> f16/bf16/f32 and f16/bf16 -> f32; FG_ERR_UNSUPPORTED for other pairs. */
 fg_status fg_cpu_convert(void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n);
-/* The reductions of elem/reduce.h over a validated list (cpu/cpu_reduce.c). */
-struct fg_reduce_call;
-fg_status fg_cpu_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
-/* The op layer's launcher (cpu/cpu_op.c). */
-fg_status fg_cpu_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
-                        fg_stream *stream);
+/* The kernel families' launchers (fg_cpu_<family>) are declared by device/family_table.h. */
 /* A span of the op layer: elements [lo, hi) of one tensor of the list. */
 typedef void (*fg_cpu_span_fn)(const fg_op_params *, const fg_op_args *, size_t, size_t);
 /* The ops whose CPU loop is written by hand (cpu/cpu_es.c: the fast-gaussian ops, blocked
  * so that the noise vectorises); NULL for the others, which take the generic loop. */
 fg_cpu_span_fn fg_cpu_span_override(int op);
-/* APOLLO's kernels (cpu/cpu_apollo.c). */
-struct fg_apollo_call;
-fg_status fg_cpu_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
 
 #endif

@@ -65,6 +65,15 @@ static double fg_cpu_chunk(int op, const void *x, fg_dtype t, size_t n, size_t c
   return fg_reduce_chunk_end(op, lane, buf, (unsigned)(m - whole));
 }
 
+/* Synchronous like every CPU stream operation. */
+fg_status fg_cpu_sum_f64(fg_device *dev, const fg_sum_f64_call *c, fg_stream *stream) {
+  (void)dev, (void)stream;
+  double t = 0.0;
+  for (size_t i = 0; i < c->n; i++) t = t + c->x[i];
+  *c->out = t;
+  return FG_OK;
+}
+
 fg_status fg_cpu_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *s) {
   (void)dev;
   const int op = r->op;

@@ -182,21 +182,23 @@ static fg_status cu_convert(fg_device *dev, void *dst, fg_dtype dt, const void *
   return FG_OK;
 }
 
-fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
-                         fg_stream *stream);
-fg_status fg_cuda_reduce(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
-fg_status fg_cuda_apollo(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
-fg_status fg_cuda_es_trits(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
+fg_status fg_cuda_use(fg_device *dev, const char *family) {
+  cudaError_t e = cudaSetDevice(dev->index);
+  return e == cudaSuccess ? FG_OK
+                          : fg_fail(FG_ERR_DEVICE, "%s: %s: cudaSetDevice failed: %s", dev->spec, family, cudaGetErrorString(e));
+}
+
+fg_status fg_cuda_launch_status(fg_device *dev, const char *family, int err) {
+  return err == 0 ? FG_OK
+                  : fg_fail(FG_ERR_DEVICE, "%s: %s kernel failed: %s", dev->spec, family,
+                            cudaGetErrorString((cudaError_t)err));
+}
+
+FG_FAMILY_SLOTS(fg_cuda)
 
 /* Backend state created on first use (the cuBLAS handle). */
 static void cu_close(fg_device *dev) { fg_cuda_blas_release(dev); }
 
-static fg_status cu_sum_f64(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream) {
-  fg_status s = cu_set(dev);
-  if (s) return s;
-  int e = fg_cuda_launch_sum_f64(x, n, out, stream->impl);
-  return e ? CU_FAIL((cudaError_t)e, "sum_f64 kernel") : FG_OK;
-}
 
 const fg_backend fg_cuda_backend = {
   .name = "cuda",
@@ -219,11 +221,6 @@ const fg_backend fg_cuda_backend = {
   .stream_wait = cu_stream_wait,
   .event_elapsed = cu_event_elapsed,
   .convert = cu_convert,
-  .reduce = fg_cuda_reduce,
-  .op_run = fg_cuda_op_run,
   .close = cu_close,
-  .gemm = fg_cuda_gemm,
-  .sum_f64 = cu_sum_f64,
-  .apollo = fg_cuda_apollo,
-  .es_trits = fg_cuda_es_trits,
+  .families = fg_cuda_families,
 };

@@ -1,5 +1,5 @@
-/* The CUDA backend's GEMM (cuda/cuda_gemm.c: cuBLAS and dispatch; cuda/kernels/gemm_exact.cu:
- * the exact mode's kernel). Internal. */
+/* The CUDA backend's GEMM family (cuda/cuda_gemm.c: fg_cuda_gemm, cuBLAS and dispatch;
+ * cuda/kernels/gemm_exact.cu: the exact mode's kernel). Internal. */
 #ifndef FORGIA_CUDA_GEMM_H
 #define FORGIA_CUDA_GEMM_H
 
@@ -10,7 +10,6 @@
 extern "C" {
 #endif
 
-fg_status fg_cuda_gemm(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
 /* Destroys dev's cuBLAS handle, if one was created (the backend's close). */
 void fg_cuda_blas_release(fg_device *dev);
 /* The exact mode (and, for k == 0, C = beta * C in every mode) on stream; returns the

@@ -11,8 +11,11 @@
 /* Elements per block: apex's order of magnitude; a 4K-element tensor is one block. */
 #define FG_CUDA_OP_CHUNK 32768
 
-fg_status fg_cuda_op_run(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
-                         fg_stream *stream) {
+fg_status fg_cuda_op(fg_device *dev, const fg_op_call *call, fg_stream *stream) {
+  const int op = call->op;
+  const fg_op_params *p = call->p;
+  const fg_op_args *list = call->list;
+  const size_t count = call->count;
   cudaError_t e = cudaSetDevice(dev->index);
   if (e != cudaSuccess) return fg_fail(FG_ERR_DEVICE, "%s: cudaSetDevice failed: %s", dev->spec, cudaGetErrorString(e));
   const size_t nchunks = fg_op_chunk_count(list, count, FG_CUDA_OP_CHUNK);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "forgia/device.h"
 #include "forgia/dtype.h"
 #include "device/op_chunks.h"
 #include "forgia/elem/reduce.h"
@@ -13,6 +14,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* For the family launchers (device/family_table.h) that live in .cu files: makes dev the
+ * current device (FG_ERR_DEVICE naming dev and family when that fails), and turns a launch's
+ * cudaError_t (as int) into a status naming dev and family. */
+fg_status fg_cuda_use(fg_device *dev, const char *family);
+fg_status fg_cuda_launch_status(fg_device *dev, const char *family, int err);
 
 /* Returns -1 for an unsupported pair, else the launch's cudaError_t. */
 int fg_cuda_launch_convert(void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n, void *stream);
@@ -38,11 +45,6 @@ typedef struct fg_cuda_red_args {
 } fg_cuda_red_args;
 /* -1 for an unknown op. */
 int fg_cuda_launch_reduce(int op, const fg_cuda_red_args *a, void *stream);
-/* *out = ((0 + x[0]) + x[1]) + ... in one thread (n is a handful of totals). */
-int fg_cuda_launch_sum_f64(const double *x, size_t n, double *out, void *stream);
-/* The trit calls of forgia/es_trits.h (cuda/kernels/es_trits.cu), pointers in device memory. */
-struct fg_es_trits_call;
-int fg_cuda_launch_es_trits(const struct fg_es_trits_call *c, void *stream);
 /* The op layer: list and chunks in device memory; -1 for an unknown op. */
 int fg_cuda_launch_op(int op, const fg_op_params *p, const fg_op_args *list, const fg_op_chunk *chunks, size_t nchunks,
                       void *stream);

@@ -1,5 +1,5 @@
 /* APOLLO's kernels' front (forgia/apollo.h): one validation for every backend, then the
- * backend's apollo slot. */
+ * apollo kernel family (device/family_table.h). */
 #include <stdint.h>
 
 #include "device/apollo_call.h"
@@ -8,12 +8,7 @@
 #include "forgia/apollo.h"
 
 static fg_status fg_apollo_run(fg_device *dev, const char *what, const fg_apollo_call *c, fg_stream *s) {
-  if (!dev) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL device", what);
-  if (s && s->dev != dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: the stream belongs to %s, not %s", what, s->dev->spec, dev->spec);
-  if (!dev->be->apollo) return fg_fail(FG_ERR_UNSUPPORTED, "%s: the %s backend cannot", what, dev->spec);
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->apollo(dev, c, run));
+  return fg_family_apollo(dev, c, s, what);
 }
 
 static fg_status fg_apollo_check_shape(const char *what, fg_apollo_layout layout, size_t rows, size_t cols) {

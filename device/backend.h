@@ -1,17 +1,13 @@
-/* The table of function pointers each backend (cpu/, cuda/) fills in. Internal. */
+/* The table of function pointers each backend (cpu/, cuda/) fills in: memory, streams,
+ * events, copies and conversions, and the backend's kernel families (device/family_table.h).
+ * It knows nothing of what the kernels compute. Internal. */
 #ifndef FORGIA_DEVICE_BACKEND_H
 #define FORGIA_DEVICE_BACKEND_H
 
 #include <pthread.h>
 
+#include "device/family_table.h"
 #include "forgia/device.h"
-#include "forgia/elem/op_params.h"
-#include "forgia/elem/reduce.h"
-
-struct fg_gemm_call;   /* device/gemm_call.h */
-struct fg_reduce_call; /* device/reduce_call.h */
-struct fg_apollo_call; /* device/apollo_call.h */
-struct fg_es_trits_call; /* device/es_trits_call.h */
 
 typedef struct fg_backend {
   const char *name;
@@ -37,21 +33,8 @@ typedef struct fg_backend {
   fg_status (*event_elapsed)(fg_device *dev, void *start, void *end, float *ms);
   /* Work: n elements; stream may be NULL (default stream, synchronous on return). */
   fg_status (*convert)(fg_device *dev, void *dst, fg_dtype dt, const void *src, fg_dtype st, size_t n, void *stream);
-  /* The op layer (device/op.c validated the call). list: count entries in host memory;
-   * stream: never NULL here (the device's default stream when the caller passed none). */
-  fg_status (*op_run)(fg_device *dev, int op, const fg_op_params *p, const fg_op_args *list, size_t count,
-                      fg_stream *stream);
-  /* Reductions of elem/reduce.h (device/reduce.c validated the call), results left in
-   * device memory; stream never NULL (NULL slot: not implemented). */
-  fg_status (*reduce)(fg_device *dev, const struct fg_reduce_call *r, fg_stream *stream);
-  /* *out = ((0 + x[0]) + x[1]) + ... over n doubles in device memory, in order. */
-  fg_status (*sum_f64)(fg_device *dev, const double *x, size_t n, double *out, fg_stream *stream);
-  /* GEMM, fast and exact modes (NULL: not implemented). */
-  fg_status (*gemm)(fg_device *dev, const struct fg_gemm_call *g, fg_stream *stream);
-  /* APOLLO's kernels of forgia/apollo.h (device/apollo.c validated the call; NULL: none). */
-  fg_status (*apollo)(fg_device *dev, const struct fg_apollo_call *c, fg_stream *stream);
-  /* The trit calls of forgia/es_trits.h (device/es_trits.c validated the call; NULL: none). */
-  fg_status (*es_trits)(fg_device *dev, const struct fg_es_trits_call *c, fg_stream *stream);
+  /* One launcher per kernel family, indexed by fg_family_id (FG_FAMILY_SLOTS). */
+  const fg_family_fn *families;
 } fg_backend;
 
 struct fg_device {
@@ -93,8 +76,10 @@ struct fg_event {
 };
 
 extern const fg_backend fg_cpu_backend;
+extern const fg_family_fn fg_cpu_families[FG_FAMILY_COUNT];
 #ifdef FORGIA_HAVE_CUDA
 extern const fg_backend fg_cuda_backend;
+extern const fg_family_fn fg_cuda_families[FG_FAMILY_COUNT];
 int fg_cuda_count(void);
 fg_status fg_cuda_init_device(fg_device *dev);
 #endif

@@ -1,5 +1,5 @@
 /* The trit calls' front (forgia/es_trits.h): one validation for every backend, then the
- * backend's es_trits slot. */
+ * es_trits kernel family (device/family_table.h). */
 #include <stdint.h>
 
 #include "device/backend.h"
@@ -9,11 +9,7 @@
 #include "forgia/es_trits.h"
 
 static fg_status fg_es_trits_run(fg_device *dev, const char *what, const fg_es_trits_call *c, fg_stream *s) {
-  if (s && s->dev != dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: the stream belongs to %s, not %s", what, s->dev->spec, dev->spec);
-  if (!dev->be->es_trits) return fg_fail(FG_ERR_UNSUPPORTED, "%s: the %s backend cannot", what, dev->spec);
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->es_trits(dev, c, run));
+  return fg_family_es_trits(dev, c, s, what);
 }
 
 /* The genome: a device, 2-byte aligned blocks (the CUDA moves update 16-bit words, which

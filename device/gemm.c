@@ -90,13 +90,10 @@ fg_status fg_gemm(fg_device *dev, fg_gemm_mode mode, bool trans_a, bool trans_b,
       return fg_fail(FG_ERR_INVALID_ARG, "fg_gemm: c overlaps %s; the output must not alias an input",
                      fg_gemm_overlap(c, cb, a, ab) ? "a" : "b");
   }
-  if (!dev->be->gemm) return fg_fail(FG_ERR_UNSUPPORTED, "fg_gemm: the %s backend has no GEMM", dev->be->name);
-
   struct fg_gemm_call g = {
     .mode = mode, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = product ? k : 0,
     .alpha = alpha, .beta = beta, .a = product ? a : NULL, .a_type = a_type, .lda = lda,
     .b = product ? b : NULL, .b_type = b_type, .ldb = ldb, .c = c, .ldc = ldc,
   };
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->gemm(dev, &g, run));
+  return fg_family_gemm(dev, &g, s, "fg_gemm");
 }

@@ -1,7 +1,9 @@
 /* The op layer's front: one validation for every backend, then the backend's launcher. */
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "device/backend.h"
+#include "device/op_chunks.h"
 #include "device/scratch.h"
 #include "forgia/ops.h"
 
@@ -70,7 +72,8 @@ fg_status fg_op_run(fg_device *dev, fg_op_kind op, const fg_op_params *params, c
     work += a->n;
   }
   if (!work) return FG_OK;
-  if (!dev->be->op_run) return fg_fail(FG_ERR_UNSUPPORTED, "op %s: the %s backend has no op layer", in->name, dev->spec);
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->op_run(dev, (int)op, params, list, count, run));
+  const fg_op_call c = {.op = (int)op, .p = params, .list = list, .count = count};
+  char what[64];
+  snprintf(what, sizeof what, "op %s", in->name);
+  return fg_family_op(dev, &c, s, what);
 }

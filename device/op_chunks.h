@@ -10,6 +10,14 @@
 
 #include "forgia/elem/op_params.h"
 
+/* One validated op-layer call (device/op.c), as the op family's launchers take it. */
+typedef struct fg_op_call {
+  int op;                 /* fg_op_kind */
+  const fg_op_params *p;  /* host memory */
+  const fg_op_args *list; /* count entries in host memory */
+  size_t count;
+} fg_op_call;
+
 typedef struct fg_op_chunk {
   uint64_t t;     /* index in the list */
   uint64_t start; /* first element */

@@ -1,4 +1,7 @@
-/* The reductions' front: one validation for every backend, then the backend's reduce slot. */
+/* The reductions' front: one validation for every backend, then the reduce and sum_f64
+ * kernel families (device/family_table.h). */
+#include <stdio.h>
+
 #include "device/backend.h"
 #include "device/scratch.h"
 #include "device/reduce_call.h"
@@ -36,9 +39,9 @@ static fg_status fg_reduce_run(fg_device *dev, fg_reduce_call *r, fg_stream *s) 
       return fg_fail(FG_ERR_INVALID_ARG, "reduce %s: tensor %zu '%s' has NULL data for %zu values", name, t, tn, n);
     r->nchunks += fg_reduce_nchunks(n);
   }
-  if (!dev->be->reduce) return fg_fail(FG_ERR_UNSUPPORTED, "reduce %s: the %s backend has no reductions", name, dev->spec);
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->reduce(dev, r, run));
+  char what[32];
+  snprintf(what, sizeof what, "reduce %s", name);
+  return fg_family_reduce(dev, r, s, what);
 }
 
 fg_status fg_reduce_list(fg_device *dev, fg_reduce_op op, const void *const *xs, const fg_dtype *dtypes,
@@ -65,9 +68,6 @@ fg_status fg_reduce_tensors(fg_device *dev, fg_reduce_op op, const fg_tensor *co
 
 fg_status fg_reduce_f64_sum(fg_device *dev, const double *x, size_t n, double *out, fg_stream *s) {
   if (!dev || !out || (n && !x)) return fg_fail(FG_ERR_INVALID_ARG, "fg_reduce_f64_sum: NULL argument");
-  if (s && s->dev != dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_reduce_f64_sum: the stream belongs to %s, not %s", s->dev->spec, dev->spec);
-  if (!dev->be->sum_f64) return fg_fail(FG_ERR_UNSUPPORTED, "fg_reduce_f64_sum: the %s backend cannot", dev->spec);
-  fg_stream *run = fg_stream_begin(dev, s);
-  return fg_stream_end(dev, s, dev->be->sum_f64(dev, x, n, out, run));
+  const fg_sum_f64_call c = {.x = x, .n = n, .out = out};
+  return fg_family_sum_f64(dev, &c, s, "fg_reduce_f64_sum");
 }

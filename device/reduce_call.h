@@ -33,4 +33,11 @@ static inline void fg_reduce_call_at(const fg_reduce_call *r, size_t t, const vo
   }
 }
 
+/* fg_reduce_f64_sum: *out = ((0 + x[0]) + x[1]) + ... over n doubles in device memory. */
+typedef struct fg_sum_f64_call {
+  const double *x;
+  size_t n;
+  double *out;
+} fg_sum_f64_call;
+
 #endif

@@ -3,7 +3,9 @@
 // thread per element of the update, one thread for the limiter. Built with --fmad=false.
 #include <cuda_runtime.h>
 
+#include "cuda/kernels.h"
 #include "device/apollo_call.h"
+#include "device/backend.h"
 #include "forgia/elem/op_apollo.h"
 
 __global__ void fg_apollo_scaling_kernel(fg_apollo_call c, size_t nch) {
@@ -21,8 +23,10 @@ __global__ void fg_apollo_build_kernel(fg_apollo_call c, size_t n) {
 
 __global__ void fg_apollo_limit_kernel(fg_apollo_call c) { *c.limiter = (double)fg_apollo_limit_eval(*c.sumsq, c.prev_norm); }
 
-extern "C" int fg_cuda_launch_apollo(const fg_apollo_call *c, void *stream) {
-  cudaStream_t st = (cudaStream_t)stream;
+extern "C" fg_status fg_cuda_apollo(fg_device *dev, const fg_apollo_call *c, fg_stream *stream) {
+  fg_status s = fg_cuda_use(dev, "apollo");
+  if (s) return s;
+  cudaStream_t st = (cudaStream_t)stream->impl;
   if (c->kernel == FG_APOLLO_KERNEL_SCALING) {
     const size_t nch = fg_apollo_call_channels(c);
     if (nch) fg_apollo_scaling_kernel<<<(unsigned)((nch + 127) / 128), 128, 0, st>>>(*c, nch);
@@ -34,5 +38,5 @@ extern "C" int fg_cuda_launch_apollo(const fg_apollo_call *c, void *stream) {
   } else {
     fg_apollo_limit_kernel<<<1, 1, 0, st>>>(*c);
   }
-  return (int)cudaGetLastError();
+  return fg_cuda_launch_status(dev, "apollo", (int)cudaGetLastError());
 }

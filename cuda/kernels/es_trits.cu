@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels.h"
+#include "device/backend.h"
 #include "device/es_trits_call.h"
 #include "forgia/elem/es_trits.h"
 
@@ -34,8 +35,10 @@ __global__ void fg_es_trits_move_kernel(fg_es_trits_call c) {
   }
 }
 
-extern "C" int fg_cuda_launch_es_trits(const fg_es_trits_call *c, void *stream) {
-  cudaStream_t st = (cudaStream_t)stream;
+extern "C" fg_status fg_cuda_es_trits(fg_device *dev, const fg_es_trits_call *c, fg_stream *stream) {
+  fg_status s = fg_cuda_use(dev, "es_trits");
+  if (s) return s;
+  cudaStream_t st = (cudaStream_t)stream->impl;
   if (c->kernel == FG_ES_TRITS_FLIP) {
     fg_es_trits_flip_kernel<<<1, 1, 0, st>>>(*c);
   } else if (c->kernel == FG_ES_TRITS_UNDO) {
@@ -45,5 +48,5 @@ extern "C" int fg_cuda_launch_es_trits(const fg_es_trits_call *c, void *stream) 
     if (blocks > 65535) blocks = 65535;
     fg_es_trits_move_kernel<<<(unsigned)blocks, 256, 0, st>>>(*c);
   }
-  return (int)cudaGetLastError();
+  return fg_cuda_launch_status(dev, "es_trits", (int)cudaGetLastError());
 }

@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels.h"
+#include "device/backend.h"
+#include "device/reduce_call.h"
 
 __global__ void fg_sum_f64_kernel(const double *__restrict__ x, size_t n, double *__restrict__ out) {
   double t = 0.0;
@@ -10,7 +12,9 @@ __global__ void fg_sum_f64_kernel(const double *__restrict__ x, size_t n, double
   *out = t;
 }
 
-extern "C" int fg_cuda_launch_sum_f64(const double *x, size_t n, double *out, void *stream) {
-  fg_sum_f64_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(x, n, out);
-  return (int)cudaGetLastError();
+extern "C" fg_status fg_cuda_sum_f64(fg_device *dev, const fg_sum_f64_call *c, fg_stream *stream) {
+  fg_status s = fg_cuda_use(dev, "sum_f64");
+  if (s) return s;
+  fg_sum_f64_kernel<<<1, 1, 0, (cudaStream_t)stream->impl>>>(c->x, c->n, c->out);
+  return fg_cuda_launch_status(dev, "sum_f64", (int)cudaGetLastError());
 }

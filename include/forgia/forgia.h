@@ -40,6 +40,7 @@
 #include "forgia/gemm.h"
 #include "forgia/apollo.h"
 #include "forgia/es_trits.h"
+#include "forgia/rmsnorm.h"
 #include "forgia/gguf.h"
 #include "forgia/gguf_stream.h"
 #include "forgia/tokenizer.h"

@@ -1,0 +1,542 @@
+// One case per row of the kernel-family table (device/family_table.h), and through the op
+// family one per row of the op table (forgia/elem/op_table.h), generated from the tables:
+// a case runs its family on a device through the public API and returns every byte it
+// wrote, and computes the same bytes with a scalar loop over the elem/ functions. The CPU
+// suite compares the CPU at several thread counts with the scalar loop, the CUDA suite the
+// CPU with CUDA, all with memcmp (tests/cpu/test_families.cpp, tests/cuda/test_cuda_families.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/family_table.h"
+#include "forgia/elem/es_trits.h"
+#include "forgia/elem/op_apollo.h"
+#include "forgia/elem/op_table.h"
+#include "forgia/elem/rmsnorm.h"
+#include "forgia/forgia.h"
+#include "gemm_ref.h"
+#include "op_harness.h"
+#include "reduce_ref.h"
+#include "testutil.h"
+
+namespace fgt {
+
+using Bytes = std::vector<uint8_t>;
+
+// Device memory holding a copy of host bytes, freed at scope exit.
+struct DevBuf {
+  fg_device *dev = nullptr;
+  void *p = nullptr;
+  size_t n = 0;
+  DevBuf(fg_device *d, const void *src, size_t bytes) : dev(d), n(bytes) {
+    EXPECT_EQ(FG_OK, fg_device_alloc(dev, bytes ? bytes : 1, &p)) << fg_last_error();
+    if (bytes && src) {
+      EXPECT_EQ(FG_OK, fg_device_copy(dev, p, src, bytes, FG_COPY_H2D)) << fg_last_error();
+    }
+  }
+  DevBuf(fg_device *d, const Bytes &b) : DevBuf(d, b.data(), b.size()) {}
+  DevBuf(const DevBuf &) = delete;
+  DevBuf &operator=(const DevBuf &) = delete;
+  ~DevBuf() { fg_device_free(dev, p); }
+  Bytes read() const {
+    Bytes out(n);
+    if (n) {
+      EXPECT_EQ(FG_OK, fg_device_copy(dev, out.data(), p, n, FG_COPY_D2H)) << fg_last_error();
+    }
+    return out;
+  }
+  template <class T> T *as() const { return (T *)p; }
+};
+
+template <class T> inline Bytes to_bytes(const std::vector<T> &v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+inline void append(Bytes &dst, const Bytes &src) { dst.insert(dst.end(), src.begin(), src.end()); }
+
+struct FamilyCase {
+  std::string name;
+  std::function<Bytes(fg_device *)> run;
+  std::function<Bytes()> ref;
+};
+
+// ---- the op family: every row of the op table, with its stream dtypes from the table ----
+
+struct OpRow {
+  fg_op_kind op;
+  const char *name;
+  unsigned W, ns, rm, wm, dts;
+  void (*fn)(const fg_op_params *, fg_op_vals *, uint64_t, uint64_t);
+};
+
+inline const std::vector<OpRow> &op_rows() {
+  static const std::vector<OpRow> rows = {
+#define FGT_OP_ROW_(E, name, W, ns, rm, wm, dts) {FG_OP_##E, #name, W, ns, rm, wm, dts, fg_op_##name},
+      FG_OP_TABLE(FGT_OP_ROW_)
+#undef FGT_OP_ROW_
+  };
+  return rows;
+}
+
+// Sizes that give one element, odd tails, several chunks of the launchers (32768) and odd
+// RNG windows (index0 of every other tensor is odd, so W = 2 pairs straddle tensor starts).
+inline std::vector<size_t> op_sizes() { return {1, 7, 33, 40001}; }
+
+// The scalars every op gets: each op reads the slots it documents. u[0] is 3, which is the
+// ES update's stream count (its table has 3 streams per row), SGD-momentum's flags
+// (nesterov, first step) and a valid divisor for muon_eye; u[1] the ES ops' parameter dtype.
+inline fg_op_params op_generic_params(fg_dtype stream0) {
+  fg_op_params p;
+  std::memset(&p, 0, sizeof p);
+  const float f[8] = {0.9f, 0.1f, 0.999f, 0.001f, 2.5e-3f, 0.97f, 1e-6f, 0.05f};
+  std::memcpy(p.f, f, sizeof f);
+  p.d[0] = -0.5, p.d[1] = 2.0, p.d[2] = 0.25, p.d[3] = 3.0;
+  p.u[0] = 3, p.u[1] = (uint64_t)stream0, p.u[2] = 5, p.u[3] = 7;
+  return p;
+}
+
+// The ES update's stream table: coef[3] then 3 seeds for each of rows rows.
+inline Bytes op_es_table(size_t rows) {
+  const uint64_t S = 3;
+  Bytes t((size_t)fg_es_table_bytes(S, rows), 0);
+  const float coef[3] = {0.75f, -1.25f, 0.5f};
+  std::memcpy(t.data(), coef, sizeof coef);
+  uint64_t *seeds = (uint64_t *)(t.data() + 8 * ((S + 1) / 2));
+  for (size_t i = 0; i < rows * S; i++) seeds[i] = 0x9e3779b97f4a7c15ull * (i + 1);
+  return t;
+}
+
+inline fg_dtype op_stream_dtype(unsigned set, fg_dtype fd) {
+  return set == FG_OP_DT_FLOAT ? fd : set == FG_OP_DT_MASK ? FG_U8 : FG_F32;
+}
+
+// The launchers' contract by its definition: W = 2 groups are pairs on even counters; a
+// group's lanes outside the tensor are neither loaded nor stored.
+inline void op_scalar(const OpRow &r, const fg_op_params &P, fg_dtype *dt, OpTensor &t) {
+  const long long n = (long long)t.n;
+  long long i = 0;
+  while (i < n) {
+    const long long start = (r.W == 2 && ((t.index0 + (uint64_t)i) & 1u)) ? i - 1 : i;
+    fg_op_vals v[2];
+    std::memset(v, 0, sizeof v);
+    for (unsigned w = 0; w < r.W; w++) {
+      const long long j = start + w;
+      if (j < 0 || j >= n) continue;
+      for (unsigned k = 0; k < r.ns; k++)
+        if (r.rm >> k & 1u) v[w][k] = fg_op_load(t.s[k].data(), dt[k], (size_t)j);
+    }
+    r.fn(&P, v, t.seed, t.index0 + (uint64_t)start);
+    for (unsigned w = 0; w < r.W; w++) {
+      const long long j = start + w;
+      if (j < 0 || j >= n) continue;
+      for (unsigned k = 0; k < r.ns; k++)
+        if (r.wm >> k & 1u) fg_op_store(t.s[k].data(), dt[k], (size_t)j, v[w][k]);
+    }
+    i = start + r.W;
+  }
+}
+
+inline std::vector<OpTensor> op_row_inputs(const OpRow &r, fg_dtype *dt, uint64_t seed) {
+  const std::vector<size_t> sizes = op_sizes();
+  std::vector<OpTensor> list(sizes.size());
+  for (size_t t = 0; t < sizes.size(); t++) {
+    list[t].n = sizes[t];
+    list[t].seed = t;  // also the ES update's row in its table
+    list[t].index0 = (t % 2) ? 12345 + t : 0;
+    for (unsigned k = 0; k < r.ns; k++)
+      if (FG_OP_DT_OF(r.dts, k) != FG_OP_DT_NONE)
+        list[t].s[k] = op_stream_values(dt[k], sizes[t], seed + 31 * t + k, k == 3 ? 0.01f : 1.0f, k == 3);
+  }
+  return list;
+}
+
+// Every op, every float dtype of its float streams: one case each.
+inline std::vector<FamilyCase> op_family_cases() {
+  std::vector<FamilyCase> out;
+  for (const OpRow &r : op_rows()) {
+    for (fg_dtype fd : {FG_F32, FG_F16, FG_BF16}) {
+      std::vector<fg_dtype> dt(FG_OP_MAX_STREAMS, FG_F32);
+      for (unsigned k = 0; k < r.ns; k++) dt[k] = op_stream_dtype(FG_OP_DT_OF(r.dts, k), fd);
+      const uint64_t seed = 1000u * (unsigned)r.op + (unsigned)fd;
+      FamilyCase c;
+      c.name = std::string("op ") + r.name + " " + fg_dtype_name(fd);
+      c.ref = [r, dt, seed]() {
+        std::vector<fg_dtype> d = dt;
+        std::vector<OpTensor> list = op_row_inputs(r, d.data(), seed);
+        fg_op_params P = op_generic_params(d[0]);
+        const double dscalar = 2.25;
+        Bytes table = op_es_table(list.size());
+        P.dscalar = &dscalar;
+        P.dtable = table.data();
+        Bytes all;
+        for (OpTensor &t : list) {
+          op_scalar(r, P, d.data(), t);
+          for (unsigned k = 0; k < r.ns; k++) append(all, t.s[k]);
+        }
+        return all;
+      };
+      c.run = [r, dt, seed](fg_device *dev) {
+        std::vector<fg_dtype> d = dt;
+        std::vector<OpTensor> list = op_row_inputs(r, d.data(), seed);
+        OpCase oc;
+        std::memset(&oc, 0, sizeof oc);
+        oc.op = r.op;
+        oc.nstreams = r.ns;
+        for (unsigned k = 0; k < FG_OP_MAX_STREAMS; k++) oc.dt[k] = d[k];
+        oc.p = op_generic_params(d[0]);
+        const double dscalar = 2.25;
+        DevBuf ds(dev, &dscalar, sizeof dscalar);
+        DevBuf table(dev, op_es_table(list.size()));
+        oc.p.dscalar = ds.as<double>();
+        oc.p.dtable = table.p;
+        std::vector<OpTensor> res = op_run_on(dev, oc, list);
+        Bytes all;
+        for (OpTensor &t : res)
+          for (unsigned k = 0; k < r.ns; k++) append(all, t.s[k]);
+        return all;
+      };
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// ---- reductions ----
+
+inline Bytes float_values(fg_dtype d, size_t n, uint64_t seed) { return op_stream_values(d, n, seed, 3.0f, false); }
+
+inline std::vector<FamilyCase> reduce_family_cases() {
+  std::vector<FamilyCase> out;
+  const std::vector<size_t> sizes = {0, 5, 16, 33, 32768, 32769, 100003};
+  const fg_dtype types[] = {FG_F32, FG_F16, FG_BF16};
+  for (int op = 0; op < FG_REDUCE_OP_COUNT; op++) {
+    auto inputs = [sizes, types](uint64_t salt) {
+      std::vector<Bytes> xs;
+      for (size_t t = 0; t < sizes.size(); t++) xs.push_back(float_values(types[t % 3], sizes[t], 77 + t + salt));
+      return xs;
+    };
+    FamilyCase c;
+    c.name = std::string("reduce ") + fg_reduce_op_name((fg_reduce_op)op);
+    c.ref = [=]() {
+      std::vector<Bytes> xs = inputs((uint64_t)op);
+      std::vector<double> per;
+      for (size_t t = 0; t < xs.size(); t++) per.push_back(ref_tensor((fg_reduce_op)op, ref_widen(types[t % 3], xs[t])));
+      Bytes all = to_bytes(per);
+      append(all, to_bytes(std::vector<double>{ref_total((fg_reduce_op)op, per)}));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      std::vector<Bytes> xs = inputs((uint64_t)op);
+      std::vector<std::unique_ptr<DevBuf>> bufs;
+      std::vector<const void *> ptrs;
+      std::vector<fg_dtype> dts;
+      std::vector<size_t> ns;
+      for (size_t t = 0; t < xs.size(); t++) {
+        bufs.emplace_back(new DevBuf(dev, xs[t]));
+        ptrs.push_back(bufs.back()->p);
+        dts.push_back(types[t % 3]);
+        ns.push_back(sizes[t]);
+      }
+      DevBuf per(dev, nullptr, xs.size() * 8), total(dev, nullptr, 8);
+      EXPECT_EQ(FG_OK, fg_reduce_list(dev, (fg_reduce_op)op, ptrs.data(), dts.data(), ns.data(), xs.size(),
+                                      per.as<double>(), total.as<double>(), nullptr))
+          << fg_last_error();
+      Bytes all = per.read();
+      append(all, total.read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+inline std::vector<FamilyCase> sum_f64_family_cases() {
+  FamilyCase c;
+  c.name = "sum_f64";
+  auto values = []() {
+    std::vector<double> v;
+    for (float f : gaussian(37, 5, 1e3f)) v.push_back((double)f * 1.0000001);
+    v[3] = 1e300, v[4] = -1e300, v[9] = 1e-310;
+    return v;
+  };
+  c.ref = [=]() {
+    double t = 0.0;
+    for (double x : values()) t = t + x;
+    return to_bytes(std::vector<double>{t});
+  };
+  c.run = [=](fg_device *dev) {
+    std::vector<double> v = values();
+    DevBuf x(dev, to_bytes(v)), out(dev, nullptr, 8);
+    EXPECT_EQ(FG_OK, fg_reduce_f64_sum(dev, x.as<double>(), v.size(), out.as<double>(), nullptr)) << fg_last_error();
+    return out.read();
+  };
+  return {c};
+}
+
+// ---- GEMM, exact mode (the fast mode is BLAS's, tested with a tolerance elsewhere) ----
+
+inline std::vector<FamilyCase> gemm_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    bool ta, tb;
+    size_t m, n, k;
+    fg_dtype at, bt;
+    float alpha, beta;
+  };
+  const Shape shapes[] = {{false, false, 37, 29, 65, FG_F32, FG_F32, 1.0f, 0.0f},
+                          {true, false, 64, 33, 130, FG_BF16, FG_F32, 0.5f, 0.25f},
+                          {false, true, 5, 70, 17, FG_F32, FG_BF16, -1.5f, 1.0f},
+                          {true, true, 48, 48, 300, FG_BF16, FG_BF16, 1.0f, -0.5f}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 900 + (uint64_t)idx++;
+    const size_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k, br = s.tb ? s.n : s.k, bc = s.tb ? s.k : s.n;
+    auto operands = [=]() {
+      return std::make_pair(Operand(s.at, ar, ac, ac + 3, seed), Operand(s.bt, br, bc, bc + 1, seed + 50));
+    };
+    auto c0 = [=]() { return gaussian(s.m * (s.n + 2), seed + 99); };
+    FamilyCase c;
+    c.name = "gemm exact " + std::to_string(idx);
+    c.ref = [=]() {
+      auto ab = operands();
+      std::vector<float> cm = c0();
+      ref_gemm(s.ta, s.tb, s.m, s.n, s.k, s.alpha, ab.first, ab.second, s.beta, cm.data(), s.n + 2);
+      return to_bytes(cm);
+    };
+    c.run = [=](fg_device *dev) {
+      auto ab = operands();
+      DevBuf a(dev, ab.first.data(), ab.first.bytes()), b(dev, ab.second.data(), ab.second.bytes());
+      DevBuf cm(dev, to_bytes(c0()));
+      EXPECT_EQ(FG_OK, fg_gemm(dev, FG_GEMM_EXACT, s.ta, s.tb, s.m, s.n, s.k, s.alpha, a.p, s.at, ac + 3, b.p, s.bt,
+                               bc + 1, s.beta, cm.as<float>(), s.n + 2, nullptr))
+          << fg_last_error();
+      return cm.read();
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- APOLLO's projection: scaling, build, limit, for each layout ----
+
+inline std::vector<FamilyCase> apollo_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    fg_apollo_layout layout;
+    size_t rows, cols, rank;
+  };
+  const Shape shapes[] = {{FG_APOLLO_LAYOUT_TALL, 300, 40, 8}, {FG_APOLLO_LAYOUT_WIDE, 24, 513, 4},
+                          {FG_APOLLO_LAYOUT_WHOLE, 64, 96, 1}};
+  for (const Shape &s : shapes) {
+    const size_t ch = s.rows >= s.cols ? s.rows : s.cols;
+    const size_t nch = s.layout == FG_APOLLO_LAYOUT_TALL ? s.rows : s.layout == FG_APOLLO_LAYOUT_WIDE ? s.cols : 1;
+    const size_t rn = ch * s.rank, n = s.rows * s.cols;
+    auto pos = [](std::vector<float> v) {
+      for (float &x : v) x = std::fabs(x);
+      return v;
+    };
+    auto m = [=]() { return gaussian(rn, 11 + s.layout); };
+    auto v = [=]() { return pos(gaussian(rn, 12 + s.layout, 0.01f)); };
+    auto r = [=]() { return gaussian(rn, 13 + s.layout); };
+    auto g = [=]() { return gaussian(n, 14 + s.layout); };
+    const float eps = 1e-6f, front = 1.25f, prev0 = 0.5f;
+    const double sumsq = 3.75;
+    FamilyCase c;
+    c.name = "apollo layout " + std::to_string((int)s.layout);
+    c.ref = [=]() {
+      std::vector<float> M = m(), V = v(), R = r(), G = g(), scaling(nch), u(n);
+      for (size_t k = 0; k < nch; k++) {
+        size_t first, count, stride;
+        fg_apollo_channel_span((int)s.layout, s.rows, s.cols, s.rank, k, &first, &count, &stride);
+        scaling[k] = fg_apollo_channel_factor(M.data(), V.data(), R.data(), first, count, stride, eps);
+      }
+      for (size_t i = 0; i < n; i++) u[i] = fg_apollo_build_at((int)s.layout, G.data(), scaling.data(), s.cols, i, front);
+      float prev = prev0;
+      const double lim = (double)fg_apollo_limit_eval(sumsq, &prev);
+      Bytes all = to_bytes(scaling);
+      append(all, to_bytes(u));
+      append(all, to_bytes(std::vector<float>{prev}));
+      append(all, to_bytes(std::vector<double>{lim}));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf M(dev, to_bytes(m())), V(dev, to_bytes(v())), R(dev, to_bytes(r())), G(dev, to_bytes(g()));
+      DevBuf scaling(dev, nullptr, nch * 4), u(dev, nullptr, n * 4);
+      DevBuf ss(dev, &sumsq, 8), prev(dev, &prev0, 4), lim(dev, nullptr, 8);
+      EXPECT_EQ(FG_OK, fg_apollo_scaling(dev, s.layout, s.rows, s.cols, s.rank, M.as<float>(), V.as<float>(),
+                                         R.as<float>(), eps, scaling.as<float>(), nullptr))
+          << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_apollo_build(dev, s.layout, s.rows, s.cols, G.as<float>(), scaling.as<float>(), front,
+                                       u.as<float>(), nullptr))
+          << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_apollo_limit(dev, ss.as<double>(), prev.as<float>(), lim.as<double>(), nullptr))
+          << fg_last_error();
+      Bytes all = scaling.read();
+      append(all, u.read());
+      append(all, prev.read());
+      append(all, lim.read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- ES trit flips: flips with their log, moves, then the undo of the flips ----
+
+inline std::vector<FamilyCase> es_trits_family_cases() {
+  const uint64_t len = 3 * FG_TRIT_BLOCK_ELEMS, flips = 500, moves = 300, seed = 0xabcdef12345ull;
+  auto genome = [=]() {
+    Bytes b(3 * FG_TRIT_BLOCK_BYTES);
+    for (size_t i = 0; i < b.size(); i++) b[i] = (uint8_t)(0x55u ^ (i * 37u));  // codes 1 and others
+    for (uint64_t e = 0; e < len; e++)
+      if (fg_trit_get(b.data(), e) == 3) fg_trit_set(b.data(), e, 2);  // no invalid code
+    return b;
+  };
+  auto move_idx = [=]() {
+    std::vector<uint64_t> idx;
+    for (uint64_t j = 0; j < moves; j++) idx.push_back((j * 7919u) % (len + 3));  // some out of range
+    return idx;
+  };
+  auto move_dir = [=]() {
+    std::vector<int8_t> d;
+    for (uint64_t j = 0; j < moves; j++) d.push_back((int8_t)((j % 3) - 1));
+    return d;
+  };
+  // Distinct elements for the moves (the API's contract), the out-of-range ones skipped.
+  FamilyCase c;
+  c.name = "es_trits flip, move, undo";
+  c.ref = [=]() {
+    Bytes b = genome();
+    std::vector<uint64_t> li(flips), idx = move_idx();
+    std::vector<uint8_t> lc(flips);
+    std::vector<int8_t> dir = move_dir();
+    fg_trit_flips(b.data(), len, seed, flips, 1, li.data(), lc.data());
+    Bytes all = b;
+    for (uint64_t j = 0; j < moves; j++) {
+      if (idx[j] >= len) continue;
+      uint8_t *p = b.data() + fg_trit_byte(idx[j]);
+      *p = fg_trit_moved_byte(*p, idx[j], dir[j]);
+    }
+    append(all, b);
+    fg_trit_undo(b.data(), len, li.data(), lc.data(), flips);
+    append(all, b);
+    append(all, to_bytes(li));
+    append(all, to_bytes(std::vector<uint8_t>(lc)));
+    return all;
+  };
+  c.run = [=](fg_device *dev) {
+    DevBuf b(dev, genome()), li(dev, nullptr, flips * 8), lc(dev, nullptr, flips);
+    DevBuf idx(dev, to_bytes(move_idx())), dir(dev, to_bytes(move_dir()));
+    EXPECT_EQ(FG_OK, fg_es_trits_flip(dev, b.as<uint8_t>(), len, seed, flips, true, li.as<uint64_t>(), lc.as<uint8_t>(),
+                                      nullptr))
+        << fg_last_error();
+    Bytes all = b.read();
+    EXPECT_EQ(FG_OK, fg_es_trits_move(dev, b.as<uint8_t>(), len, idx.as<uint64_t>(), dir.as<int8_t>(), moves, nullptr))
+        << fg_last_error();
+    append(all, b.read());
+    EXPECT_EQ(FG_OK, fg_es_trits_undo(dev, b.as<uint8_t>(), len, li.as<uint64_t>(), lc.as<uint8_t>(), flips, nullptr))
+        << fg_last_error();
+    append(all, b.read());
+    append(all, li.read());
+    append(all, lc.read());
+    return all;
+  };
+  return {c};
+}
+
+// ---- RMSNorm forward and backward ----
+
+inline std::vector<FamilyCase> rmsnorm_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t rows, cols;
+    fg_dtype xt, wt;
+    float offset;
+  };
+  const Shape shapes[] = {{1, 1, FG_F32, FG_F32, 0.0f},     {3, 31, FG_F16, FG_F32, 0.0f},
+                          {17, 576, FG_BF16, FG_BF16, 1.0f}, {300, 640, FG_F32, FG_F16, 0.0f},
+                          {2, 4099, FG_BF16, FG_F32, 1.0f}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 500 + 10 * (uint64_t)idx++;
+    const size_t n = s.rows * s.cols;
+    const float eps = 1e-6f;
+    auto x = [=]() { return op_stream_values(s.xt, n, seed, 2.0f, false, false); };
+    auto w = [=]() { return op_stream_values(s.wt, s.cols, seed + 1, 0.5f, false, false); };
+    auto dy = [=]() { return gaussian(n, seed + 2); };
+    FamilyCase c;
+    c.name = "rmsnorm " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    c.ref = [=]() {
+      Bytes X = x(), Wt = w();
+      std::vector<float> DY = dy(), y(n), rstd(s.rows), dx(n), dw(s.cols);
+      for (size_t r = 0; r < s.rows; r++) {
+        double lanes[FG_ROW_LANES] = {0}, dl[FG_ROW_LANES] = {0};
+        for (size_t i = 0; i < s.cols; i++) {
+          const double v = (double)fg_row_load(X.data(), s.xt, r * s.cols + i);
+          lanes[i % FG_ROW_LANES] = lanes[i % FG_ROW_LANES] + v * v;
+        }
+        rstd[r] = fg_rmsnorm_rstd(fg_row_fold(lanes), s.cols, eps);
+        for (size_t i = 0; i < s.cols; i++) {
+          const float xi = fg_row_load(X.data(), s.xt, r * s.cols + i), wi = fg_row_load(Wt.data(), s.wt, i);
+          y[r * s.cols + i] = fg_rmsnorm_y(xi, rstd[r], wi, s.offset);
+          dl[i % FG_ROW_LANES] = dl[i % FG_ROW_LANES] + fg_rmsnorm_dot_term(xi, DY[r * s.cols + i], wi, s.offset);
+        }
+        const double coef = fg_rmsnorm_coef(fg_row_fold(dl), s.cols, rstd[r]);
+        for (size_t i = 0; i < s.cols; i++) {
+          const float xi = fg_row_load(X.data(), s.xt, r * s.cols + i), wi = fg_row_load(Wt.data(), s.wt, i);
+          dx[r * s.cols + i] = fg_rmsnorm_dx(xi, DY[r * s.cols + i] * (wi + s.offset), rstd[r], coef);
+        }
+      }
+      for (size_t i = 0; i < s.cols; i++) {
+        double acc = 0.0;
+        for (size_t r = 0; r < s.rows; r++)
+          acc = acc + fg_rmsnorm_dw_term(fg_row_load(X.data(), s.xt, r * s.cols + i), DY[r * s.cols + i], rstd[r]);
+        dw[i] = (float)acc;
+      }
+      Bytes all = to_bytes(y);
+      for (const auto *v : {&rstd, &dx, &dw}) append(all, to_bytes(*v));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf X(dev, x()), Wt(dev, w()), DY(dev, to_bytes(dy()));
+      DevBuf y(dev, nullptr, n * 4), rstd(dev, nullptr, s.rows * 4), dx(dev, nullptr, n * 4), dw(dev, nullptr, s.cols * 4);
+      EXPECT_EQ(FG_OK, fg_rmsnorm_forward(dev, X.p, s.xt, Wt.p, s.wt, s.rows, s.cols, eps, s.offset, y.as<float>(),
+                                          rstd.as<float>(), nullptr))
+          << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_rmsnorm_backward(dev, X.p, s.xt, Wt.p, s.wt, s.rows, s.cols, s.offset, rstd.as<float>(),
+                                           DY.as<float>(), dx.as<float>(), dw.as<float>(), nullptr))
+          << fg_last_error();
+      Bytes all = y.read();
+      for (const DevBuf *b : {&rstd, &dx, &dw}) append(all, b->read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The cases of family id, generated for every row of the family table: a row without a
+// builder here gives no cases, which tests/cpu/test_families.cpp reports as a failure.
+inline std::vector<FamilyCase> family_cases(fg_family_id id) {
+  switch (id) {
+    case FG_FAMILY_op: return op_family_cases();
+    case FG_FAMILY_reduce: return reduce_family_cases();
+    case FG_FAMILY_sum_f64: return sum_f64_family_cases();
+    case FG_FAMILY_gemm: return gemm_family_cases();
+    case FG_FAMILY_apollo: return apollo_family_cases();
+    case FG_FAMILY_es_trits: return es_trits_family_cases();
+    case FG_FAMILY_rmsnorm: return rmsnorm_family_cases();
+    default: return {};
+  }
+}
+
+}  // namespace fgt
