@@ -1,4 +1,4 @@
-# Numerics contract (DESIGN.md): no contraction anywhere, so CPU and CUDA round alike.
+# docs/design.md, Numerics contract, rule 2: no contraction anywhere, so CPU and CUDA round alike.
 # The same flags are usage requirements of forgia::forgia (CMakeLists.txt) and in forgia.pc's
 # Cflags, so that consumers compiling the elem/ headers get the library's bits too. nvcc
 # gets --fmad=false for device code and -ffp-contract=off for the host compiler.

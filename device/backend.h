@@ -17,7 +17,7 @@ typedef struct fg_backend {
   fg_status (*memset)(fg_device *dev, void *ptr, int value, size_t bytes);
   fg_status (*copy)(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind, void *stream);
   fg_status (*sync)(fg_device *dev);
-  /* Page-lock / unlock host memory from host/hostmem.c (NULL: nothing to do). */
+  /* Page-lock / unlock host memory from device/hostmem.c (NULL: nothing to do). */
   fg_status (*host_register)(fg_device *dev, void *ptr, size_t bytes);
   void (*host_unregister)(fg_device *dev, void *ptr);
   void (*close)(fg_device *dev); /* release backend state (NULL: none) */

@@ -12,7 +12,7 @@
 #include "forgia/quant.h"
 #include "forgia/quant_weighted.h"
 
-/* Targets with their llama_ftype code (reference/gguf-and-quant.md section 4). Uniform
+/* Targets with their llama_ftype code (llama.cpp's enum llama_ftype in llama.h). Uniform
  * K-quant exports report the _S variants, as Fucina's exporter does; q2_K has a plain
  * MOSTLY_Q2_K code, which is also what llama.cpp guesses for a q2_K-majority file. */
 static const struct {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the #include graph of the library, the CLI and the benchmarks and checks it
-against the layer rule of DESIGN.md:
+against the layer rule of docs/design.md, "Layers":
 
     tools, bench -> training -> {formats, host} -> device API -> {core, elem}
     cpu/, cuda/  implement the device API and are reached only through it

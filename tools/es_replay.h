@@ -1,5 +1,5 @@
 /* `forgia es replay`: an ES trajectory reproduced from its recorded rewards. The config
- * names the trainer's settings with the seed's field names and enum names; the parameters
+ * names the trainer's settings with Fucina's field names and enum names; the parameters
  * come from a safetensors file, registered in the config's `params` order; each recorded
  * reward vector is one fg_es_update. Since the noise is a function of the seed and the
  * iteration, the rewards are all a run needs to be replayed bit for bit. */

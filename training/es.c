@@ -68,7 +68,7 @@ fg_status fg_es_config_check(const fg_es_config *c) {
   return FG_OK;
 }
 
-/* Names, as the seed's config enums spell them. */
+/* Names, as Fucina's config enums spell them. */
 static const char *const fg_es_noise_names[] = {"iid", "correlated"};
 static const char *const fg_es_restore_names[] = {"regenerate", "snapshot"};
 static const char *const fg_es_anchor_names[] = {"none", "l1", "l2"};

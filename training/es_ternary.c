@@ -1,5 +1,5 @@
-/* Ternary genome slots of the ES trainer (forgia/es.h; reference/fucina-formats-and-rng.md
- * section 2.8): registration, the "es_trits" seeds, perturb and restore through the
+/* Ternary genome slots of the ES trainer (forgia/es.h; Fucina's src/es.zig ternary genomes,
+ * docs/design.md, Training): registration, the "es_trits" seeds, perturb and restore through the
  * device's trit calls (forgia/es_trits.h), the vote-and-threshold update and replicas.
  *
  * The update's votes are computed on the host: a member's flips are a pure function of the

@@ -1,4 +1,4 @@
-/* The ES update (reference section 2.5): statistics, coefficients, the antithetic fold, then
+/* The ES update (Fucina's src/es.zig update): statistics, coefficients, the antithetic fold, then
  * the float update, the ternary moves and anchored weight decay, in that order. Everything
  * that can fail on the host runs before the first parameter byte changes. */
 #include <math.h>

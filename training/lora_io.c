@@ -1,5 +1,5 @@
 /* LoRA names: optimizer registration, registry rows and the adapters.safetensors set
- * (layers.<i>.<target>.lora_{a,b}, the seed's checkpoint schema). */
+ * (layers.<i>.<target>.lora_{a,b}, Fucina's checkpoint schema). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

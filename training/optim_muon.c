@@ -1,4 +1,4 @@
-/* Muon (Fucina's optim.Muon, reference section 3.3): lerp momentum with the nesterov blend,
+/* Muon (Fucina's optim.Muon, src/optim.zig): lerp momentum with the nesterov blend,
  * Newton-Schulz 5 on the update, the shape-scaled step with decoupled decay from the base lr;
  * parameters of fewer than 2 dims, and those routed explicitly, go to the embedded AdamW. */
 #include <math.h>

@@ -3,7 +3,7 @@
  * A device is opened by string: "cpu", "cuda" (= "cuda:0"), "cuda:N" or "auto". "auto"
  * reads FORGIA_DEVICE when set, else picks GPU 0 when one is present, else the CPU, and
  * says which on stderr once per process. Each backend implements one table of function
- * pointers (host/backend.h); everything here dispatches through it.
+ * pointers (device/backend.h); everything here dispatches through it.
  *
  * Memory returned by fg_device_alloc lives on the device (host memory for the CPU);
  * copies name their direction. Streams order work on one device; the CPU backend runs

@@ -1,5 +1,5 @@
 /* Sparse trit moves on a packed TQ2_0 genome in device memory (the ternary slots of
- * forgia/es.h run on these; reference/fucina-formats-and-rng.md section 2.8). blocks is
+ * forgia/es.h run on these; docs/design.md, Training). blocks is
  * len / 256 blocks of 66 bytes (qs[64], then the f16 scale d, which is never touched) on
  * dev, 2-byte aligned like the block type; len is a positive multiple of 256. Every code
  * the calls read must be 0, 1 or 2 (fg_es_add_ternary checks a genome once).

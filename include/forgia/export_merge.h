@@ -1,6 +1,6 @@
 /* Export merge mode: fold LoRA adapters into the dense weights of a GGUF model and write
- * it again (`forgia export --adapters DIR_OR_FILE --alpha F`; the seed's export-gguf (b),
- * reference/seed-model-io.txt section 12.4).
+ * it again (`forgia export --adapters DIR_OR_FILE --alpha F`; the merge mode of Fucina's
+ * tools/export_gguf.zig).
  *
  *   fg_export_merge_options o = {.adapters = "run/step-1000", .alpha = 16.0f};
  *   fg_export_merge *m;

@@ -1,7 +1,6 @@
 /* Export PTQTP mode: rewrite a GGUF model with its eligible matrices replaced by K ternary
  * planes (forgia/ptqtp.h), streamed one tensor at a time (`forgia export --ptqtp[=K]`; the
- * seed's export-gguf (c), reference/seed-model-io.txt section 12.4, Fucina's
- * tools/export_gguf.zig).
+ * PTQTP mode of Fucina's tools/export_gguf.zig).
  *
  *   fg_export_ptqtp_options o = fg_export_ptqtp_options_default();   // K = 2, free fit
  *   fg_export_ptqtp_plan *p;

@@ -1,4 +1,4 @@
-/* LoRA adapters (Fucina's src/lora.zig; reference/seed-training.txt section 11.10): a
+/* LoRA adapters (Fucina's src/lora.zig; docs/design.md, Training): a
  * low-rank update learned over a frozen linear weight W [out, in],
  *
  *   y = base(x) + scale * dropout(x) A^T B^T,      scale = f32(alpha) / f32(rank)
@@ -104,7 +104,7 @@ FG_API fg_status fg_lora_register(fg_lora *l, fg_optim *o, const char *prefix);
 FG_API fg_status fg_lora_registry_entries(fg_lora *l, const char *prefix, char names[2][FG_LORA_NAME_MAX],
                                           fg_registry_entry rows[2]);
 
-/* The targets of a transformer block, in the seed's order and checkpoint names. */
+/* The targets of a transformer block, in Fucina's order and checkpoint names. */
 typedef enum fg_lora_target {
   FG_LORA_Q = 0, FG_LORA_K, FG_LORA_V, FG_LORA_O, FG_LORA_GATE, FG_LORA_UP, FG_LORA_DOWN,
   FG_LORA_TARGET_COUNT

@@ -1,10 +1,9 @@
-/* Optimizers with device-resident state: SGD, Adam and AdamW, each a faithful port of
- * torch.optim's single-tensor step as Fucina writes it (reference/fucina-formats-and-rng.md
- * section 3.3), so a trajectory is Fucina's bit for bit and torch's within a few f32 ulps;
- * Muon (forgia/muon.h: Newton-Schulz over the GEMM) and APOLLO / APOLLO-Mini (forgia/apollo.h:
- * a regenerated random projection), each with its AdamW fallback, which are Fucina's bits
- * with the exact GEMM (fg_device_set_gemm_mode) and differ only by GEMM rounding with the
- * fast one.
+/* Optimizers with device-resident state: SGD, Adam and AdamW, each a faithful port of torch.optim's
+ * single-tensor step as Fucina writes it (its src/optim.zig), so a trajectory is Fucina's bit for
+ * bit and torch's within a few f32 ulps; Muon (forgia/muon.h: Newton-Schulz over the GEMM) and
+ * APOLLO / APOLLO-Mini (forgia/apollo.h: a regenerated random projection), each with its AdamW
+ * fallback, which are Fucina's bits with the exact GEMM (fg_device_set_gemm_mode) and differ only
+ * by GEMM rounding with the fast one.
  *
  *   fg_optim_config c = fg_optim_defaults(FG_OPTIM_ADAMW);
  *   c.lr = 3e-4f;

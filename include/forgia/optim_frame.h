@@ -118,7 +118,7 @@ typedef struct fg_oframe fg_oframe;
 struct fg_oframe {
   fg_oframe_kind kind;
   /* 3, 4 or 5 for optimizer frames (APOLLO: 3 or 5), 3 for a set, 1 for FZT1. Given to
-   * the writer as 0 it picks the sheet's rule: 5 if any slot carries a master, else 4 if
+   * the writer as 0 it picks Fucina's rule: 5 if any slot carries a master, else 4 if
    * any state buffer is not f32, else 3 (Muon decides from its own slots only). */
   int version;
   fg_oframe_sgd_config sgd;       /* SGD only */

@@ -1,5 +1,5 @@
 /* PTQTP: post-training quantization of a weight matrix to K ternary planes (Fucina's
- * src/ptqtp.zig, arXiv:2509.16989; reference/fucina-formats-and-rng.md section 8.2).
+ * src/ptqtp.zig, arXiv:2509.16989).
  *
  *     W ~= sum_k diag(alpha_k) T_k,   T_k in {-1, 0, +1},   K in {1, 2, 3},
  *

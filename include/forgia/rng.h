@@ -1,4 +1,5 @@
-/* Random numbers: Fucina's streams, bit for bit (reference/fucina-formats-and-rng.md, section 1).
+/* Random numbers: Fucina's streams (its src/rng.zig), bit for bit (docs/design.md, Numerics
+ * contract, rules 4 and 8).
  *
  *   fg_rng_spec r = {.kind = FG_RNG_GAUSS_FAST, .seed = stream_seed, .scale = 1.0f};
  *   fg_rng_fill_tensor(noise, &r, s);                  // on the tensor's device

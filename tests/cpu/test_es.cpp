@@ -1,5 +1,5 @@
 // The ES trainer through its public API: configuration rules, the pinned seeds, perturb /
-// restore / update / anchor decay bit-equal to a serial transcription of the sheet's algebra
+// restore / update / anchor decay bit-equal to a serial transcription of Fucina's algebra
 // (tests/util/es_serial.h) for f32, f16 and bf16 slots, every knob, several chunk-crossing
 // sizes and 1, 2 and 7 threads; mutate-last failures; registration rules; the drivers
 // (step, replicas, threaded evaluation) and trainer_state.json.
@@ -67,7 +67,7 @@ TEST(Es, ConfigRules) {
   EXPECT_STREQ("centered_ranks", fg_es_reward_norm_name(FG_ES_REWARD_CENTERED_RANKS));
 }
 
-// Reference section 2.2's computed seeds.
+// Fucina's ES seed derivation, values computed independently of its build.
 TEST(Es, PinnedSeeds) {
   fg_es_config c = fg_es_defaults();
   c.population = 4;

@@ -1,8 +1,8 @@
 // Float ES against Fucina's own es.Trainer: every scenario of tests/data/golden/fucina_es.txt
 // (tests/data/fucina_gen/gen_es.zig) replayed through the public API on the CPU device, and
 // every parameter byte after every perturb, restore, materialize and update, and every
-// update's statistics, required to be Fucina's bits. Then the values the reference sheet
-// prints (sections 2.2 and 2.9), which were computed independently of Fucina's build.
+// update's statistics, required to be Fucina's bits. Then the seeds and the values pinned by
+// Fucina's src/es_tests.zig, which were computed independently of Fucina's build.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -66,8 +66,8 @@ TEST(EsFucina, LargeSlotsBitExactForAnyThreadCount) {
 
 namespace {
 
-// The values reference section 2.9 prints came from a numpy generator with f64 libm, so they
-// are compared within that sheet's tolerances, per dtype.
+// The values src/es_tests.zig pins came from a numpy generator with f64 libm, so they are
+// compared within that test's tolerances, per dtype.
 void expect_close(fg_tensor *t, const std::vector<float> &want, const char *what) {
   const std::vector<uint8_t> b = download(t);
   ASSERT_EQ(want.size(), t->numel) << what;
@@ -122,8 +122,8 @@ fg_es_config sheet_a() {
 
 }  // namespace
 
-// Section 2.2: member seeds, iid slot stream seeds and the first noise values; section 2.9's
-// ternary seeds and the flip-count pins.
+// Member seeds, iid slot stream seeds and the first noise values; the ternary seeds and the
+// flip-count pins of src/es_tests.zig.
 TEST(EsSheet, SeedsAndStreams) {
   SheetSlots s(sheet_a());
   const uint64_t member[4] = {0xE7F75BEC18A61C7Bull, 0x63DE59AD69024497ull, 0x22AD58F3DFBC870Full,

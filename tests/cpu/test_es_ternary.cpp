@@ -1,7 +1,7 @@
-// Ternary ES genomes (forgia/es.h fg_es_add_ternary, forgia/es_trits.h): the sheet's pins
-// (reference section 2.9), registration checks, bitwise restore, untouched block scales,
+// Ternary ES genomes (forgia/es.h fg_es_add_ternary, forgia/es_trits.h): the pins of Fucina's
+// src/es_tests.zig, registration checks, bitwise restore, untouched block scales,
 // float slots unaffected by ternary slots, replicas, the vote-and-threshold update against
-// a replica written here from the sheet's rules, mutate-last, and Fucina's own bytes
+// a replica written here from Fucina's rules, mutate-last, and Fucina's own bytes
 // (tests/data/golden/fucina_es_ternary.txt, tests/data/fucina_gen/gen_es_ternary.zig).
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@
 
 namespace {
 
-// ---- an independent replica of the sheet's rules (sections 1.1, 2.8, 8.1) ----
+// ---- an independent replica of Fucina's rules (splitmix64, trit flips, the TQ2_0 layout) ----
 
 uint64_t at(uint64_t seed, uint64_t i) {
   uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
@@ -154,7 +154,7 @@ fg_es_config pinned_config() {
 
 }  // namespace
 
-// Section 2.9: the member and stream seeds, the flip count, the first flips.
+// src/es_tests.zig's pins: the member and stream seeds, the flip count, the first flips.
 TEST(EsTernary, SheetPins) {
   Es e(pinned_config());
   EXPECT_EQ(32u, fg_es_ternary_flip_count(e.es, 512));

@@ -1,7 +1,7 @@
 // Export merge mode (forgia/export_merge.h, `forgia export --adapters --alpha`): merged f32,
 // f16 and bf16 weights equal base + scale * B A computed here (the exact GEMM's order,
 // rounded once to the base's type), every other tensor and the metadata byte for byte, the
-// same bytes for any chunk size (streaming), and every refusal of the seed's rules through
+// same bytes for any chunk size (streaming), and every refusal of Fucina's rules through
 // the library and the CLI.
 #include <gtest/gtest.h>
 

@@ -515,7 +515,7 @@ TEST(GgufParse, Uint64AtOrAbove2Pow63IsKeptExact) {
 }
 
 // The float getter widens every integer type to double; the bool getter takes integers
-// (non-zero is true), as the seed's getFloat / getBool do.
+// (non-zero is true), as Fucina's getFloat / getBool do.
 TEST(GgufParse, FloatAndBoolGettersTakeIntegers) {
   Builder b;
   b.header(0, 9);

@@ -149,7 +149,7 @@ TEST(Ops, AThousandTensorsInOneCallEqualOneCallEach) {
   }
 }
 
-// Fucina's AdamW golden (reference 3.5): lr 0.1, betas 0.9/0.999, eps 1e-8, wd 0.1, three
+// Fucina's AdamW golden (src/optim_tests.zig): lr 0.1, betas 0.9/0.999, eps 1e-8, wd 0.1, three
 // steps. The golden is printed to 9 digits, hence the tolerance of the reference test.
 TEST(Ops, AdamWReproducesFucinaGolden) {
   Cpu cpu;
@@ -170,7 +170,8 @@ static std::vector<uint32_t> bits_of(const float *x, size_t n) {
   return b;
 }
 
-// Reference sheet 1.9: gaussianFillAtFast(42, first 0, 8) and the window first = 3, n = 3.
+// Computed independently of Fucina's build: gaussianFillAtFast(42, first 0, 8) and the window
+// first = 3, n = 3.
 TEST(Ops, FastGaussianOpGivesFucinaStream) {
   Cpu cpu;
   float x[8];
@@ -186,7 +187,8 @@ TEST(Ops, FastGaussianOpGivesFucinaStream) {
   EXPECT_EQ(bits_of(x, 3), (std::vector<uint32_t>{0x3FA9D5AE, 0x3FDD634F, 0xBFF113CC}));
 }
 
-// Reference sheet 1.9: uniformFill(42, 4, 0, 1) and kaimingUniformFill(7, 4, fan_in 64).
+// Computed independently of Fucina's build: uniformFill(42, 4, 0, 1) and kaimingUniformFill(7,
+// 4, fan_in 64).
 TEST(Ops, UniformOpGivesFucinaStream) {
   Cpu cpu;
   float x[4];

@@ -92,7 +92,8 @@ TEST(Optim, TrajectoriesDoNotDependOnThreadCount) {
   omp_set_num_threads(saved);
 }
 
-// Fucina's own goldens (reference 3.5): AdamW and nesterov SGD, three steps on a 2x3 matrix.
+// Fucina's own goldens (its src/optim_tests.zig): AdamW and nesterov SGD, three steps on a 2x3
+// matrix.
 TEST(Optim, ReproducesFucinaGoldens) {
   Cpu cpu;
   const float g[3][6] = {{.5f, -1, 2, .25f, -.75f, 1.25f}, {-.3f, .8f, -1.2f, .6f, .1f, -.9f}, {1.1f, .2f, -.4f, -1.3f, .7f, .05f}};

@@ -29,7 +29,7 @@ struct Cpu {
 
 }  // namespace
 
-// Reference section 3.3's computed pin: the projection stream of slot seed 1, chunk 0,
+// A pin computed independently of Fucina's build: the projection stream of slot seed 1, chunk 0,
 // rank 2 (scale 1/sqrt(2)), and the chunk-1 seed.
 TEST(OptimApollo, ProjectionStreamPin) {
   fg_rng_spec r;

@@ -1,4 +1,4 @@
-// Optimizer state frames (forgia/optim_frame.h): the reference sheet's pinned AdamW bytes,
+// Optimizer state frames (forgia/optim_frame.h): the AdamW bytes Fucina's optim tests pin,
 // every frame Fucina's own optimizers wrote (tests/data/golden/fucina_frames, made by
 // tests/data/fucina_gen/gen_frames.zig) parsed, checked field by field and re-written byte
 // for byte, every malformed variant failing with its status and no output, and the
@@ -89,7 +89,7 @@ const float kB3[3] = {0.25f, -0.75f, 0.5f};
 const float kGB3[2][3] = {{0.5f, -1.0f, 0.25f}, {-0.125f, 0.375f, 2.0f}};
 const float kW12[12] = {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f, 0.7f, -0.8f, 0.9f, -1.0f, 1.1f, -1.2f};
 
-// AdamW/Adam (without decay) moments after two steps with gradients g0, g1 (sheet 3.3).
+// AdamW/Adam (without decay) moments after two steps with gradients g0, g1 (Fucina's update).
 void adam_moments(float g0, float g1, float *m, float *v) {
   const float omb1 = (float)(1.0 - (double)0.9f), omb2 = (float)(1.0 - (double)0.999f), beta2 = 0.999f;
   float mm = 0, vv = 0;
@@ -103,7 +103,8 @@ void adam_moments(float g0, float g1, float *m, float *v) {
 
 }  // namespace
 
-// Section 3.2's repo test pin, written from plain data, then the v4 variant with bf16 m.
+// The frame Fucina's src/optim_tests.zig pins, written from plain data, then the v4 variant
+// with bf16 m.
 TEST(OptimFrame, PinnedAdamWBytes) {
   float m[2] = {0.25f, -0.5f}, v[2] = {0.125f, 2.0f};
   char name[] = "a";

@@ -1,8 +1,9 @@
-// Fucina's random streams (include/forgia/rng.h), bit for bit: the reference sheet's values
-// (reference/fucina-formats-and-rng.md 1.9, 2.2, 3.3) written out here, and every stream that
-// Fucina 0.2.0 itself printed into tests/data/golden/fucina_rng.txt (tests/data/fucina_gen),
-// through the host fills, the CPU device fills and `forgia rng`; plus the window, chunking and
-// thread-count invariance the counter form promises, and the argument checks.
+// Fucina's random streams (include/forgia/rng.h), bit for bit: values computed independently of
+// Fucina's build (splitmix64 words, ES seeds, APOLLO's projection) written out here, and every
+// stream that Fucina 0.2.0 itself printed into tests/data/golden/fucina_rng.txt
+// (tests/data/fucina_gen), through the host fills, the CPU device fills and `forgia rng`; plus
+// the window, chunking and thread-count invariance the counter form promises, and the argument
+// checks.
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ fg_rng_spec keep(uint64_t seed, float p, uint64_t first = 0) {
   return r;
 }
 
-// ---- the reference sheet, value by value ----
+// ---- values computed independently of Fucina's build, value by value ----
 
 TEST(Rng, ReferenceSheetWords) {
   EXPECT_EQ(fg_rng_at(0, 0), 0xE220A8397B1DCDAFull);
@@ -97,7 +98,7 @@ TEST(Rng, ReferenceSheetWords) {
   EXPECT_EQ(fg_rng_at(42, 1), 0x28EFE333B266F103ull);
   EXPECT_EQ(fg_rng_at(42, 2), 0x47526757130F9F52ull);
   EXPECT_EQ(fg_rng_at(0x31628AF67B2131ABull, 0), 0xFFFFFFFFFFFFFFFFull);
-  // 2.2: ES member seeds (seed 42, population 4, iteration 0), member 0's iid slot seeds,
+  // ES member seeds (seed 42, population 4, iteration 0), member 0's iid slot seeds,
   // and the first noise values of slot 0.
   const uint64_t members[] = {0xE7F75BEC18A61C7Bull, 0x63DE59AD69024497ull, 0x22AD58F3DFBC870Full,
                               0xB03AC3280EF51CE8ull};
@@ -106,7 +107,7 @@ TEST(Rng, ReferenceSheetWords) {
                             0x4FC11874BC13B723ull};
   for (uint64_t k = 0; k < 4; k++) EXPECT_EQ(fg_rng_at(members[0] ^ FG_RNG_DOMAIN_ES_NOISE, k), slots[k]);
   EXPECT_EQ(bit_vec(host(gauss_fast(slots[0]), 4)), (std::vector<uint32_t>{0xBEEB37AC, 0x3FB05F4A, 0xBE821A69, 0xBF3BE53A}));
-  // 2.9: the ternary member seed and its slot-0 stream seed.
+  // The ternary ES member seed and its slot-0 stream seed.
   const uint64_t t = fg_rng_at(21 ^ FG_RNG_DOMAIN_ES_TRITS, 0);
   EXPECT_EQ(t, 0x580D8851E5BA1021ull);
   const uint64_t q = fg_rng_at(t ^ FG_RNG_DOMAIN_ES_TRITS, 0);
@@ -141,7 +142,7 @@ TEST(Rng, ReferenceSheetFills) {
   // uniformFill's clamp: the all-ones word rounds up to hi and becomes the f32 below it
   for (auto b : {std::pair<float, float>{-0.25f, 0.75f}, {0.0f, 1.0f}, {-1.0f, 1.0f}})
     EXPECT_EQ(bits(host(uniform(0x31628AF67B2131ABull, b.first, b.second), 1)[0]), bits(nextafterf(b.second, b.first)));
-  // 3.3: APOLLO's projection, slot seed 1, rank 2: gaussianFill(slot_seed + chunk * G,
+  // APOLLO's projection, slot seed 1, rank 2: gaussianFill(slot_seed + chunk * G,
   // scale f32(1 / sqrt_f32(f32(rank))))
   const float scale = 1.0f / sqrtf(2.0f);
   EXPECT_EQ(bit_vec(host(gauss(1 + 0 * 0x9E3779B97F4A7C15ull, 0, scale), 6)),

@@ -2,7 +2,8 @@
 // of a merge in f32/f16/bf16, the gradient's scale, the masked dx add) compare with memcmp on
 // millions of elements with special values; the whole adapter (A's init, forward with and
 // without dropout, backward, merges) compares with memcmp under the exact GEMM, and within
-// GEMM tolerance under the fast one (cuBLAS vs OpenBLAS: DESIGN.md rule 5).
+// GEMM tolerance under the fast one (cuBLAS vs OpenBLAS: docs/design.md,
+// Numerics contract, rule 5).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -61,7 +61,8 @@ TEST(CudaRng, FillsMatchTheHostBitForBit) {
   fg_device_close(dev);
 }
 
-// The reference sheet's fast-gaussian hashes, computed on the GPU.
+// The fast-gaussian hashes computed independently of Fucina's build (tests/cpu/test_rng.cpp), on
+// the GPU.
 TEST(CudaRng, FastGaussianGoldens) {
   FGT_REQUIRE_CUDA();
   fg_device *dev = nullptr;

@@ -1,7 +1,7 @@
 // The float ES update algebra against a numpy transcription (tests/data/es_gen/es_numpy.py):
 // forgia regenerates the noise (fg_rng_fill_host, FG_RNG_GAUSS_FAST, on the stream seeds
 // fg_es_slot_stream_seed names), the script gets those values as files and replays perturb,
-// restore, the update and anchored decay from the sheet's formulas, and every parameter byte
+// restore, the update and anchored decay from Fucina's formulas, and every parameter byte
 // and every statistic must be the same bits. Each numpy float32 ufunc rounds once and the
 // statistics are binary64 Python floats in member order, so no tolerance is needed.
 #include <gtest/gtest.h>

@@ -150,8 +150,9 @@ inline std::vector<EsCase> load_cases() {
   return cases;
 }
 
-// The generator's inputs by slot name: reference section 2.9's values, or the integer-exact
-// streams of common.zig (gen_es.zig's `large` layout), narrowed to the slot's dtype.
+// The generator's inputs by slot name: the values of Fucina's src/es_tests.zig, or the
+// integer-exact streams of common.zig (gen_es.zig's `large` layout), narrowed to the slot's
+// dtype.
 inline std::vector<float> initial_values(const std::string &name) {
   if (name == "a") return {0.8f, -1.25f, 0.5f, 2.0f, -0.125f, 1.5f, -0.75f};
   if (name == "b") return {0.5f, -0.25f, 1.0f, -1.5f, 2.0f, 0.125f, -0.875f, 0.0625f};

@@ -1,7 +1,7 @@
-// A straight-line serial transcription of Fucina's ES float algebra (reference sections
-// 2.2-2.6), element by element in the order the sheet gives, for the tests to compare the
-// op layer's chunked, multi-threaded and device kernels with bit for bit. It shares only
-// the pinned RNG primitives and the f16/bf16 roundings with the library.
+// A straight-line serial transcription of Fucina's ES float algebra (its src/es.zig: seeds,
+// perturb, restore, update, anchored decay), element by element in Fucina's order, for the
+// tests to compare the op layer's chunked, multi-threaded and device kernels with bit for bit.
+// It shares only the pinned RNG primitives and the f16/bf16 roundings with the library.
 #ifndef FORGIA_TEST_ES_SERIAL_H
 #define FORGIA_TEST_ES_SERIAL_H
 

@@ -160,7 +160,8 @@ inline LoraRef lora_ref(const std::vector<float> &x, const std::vector<float> &w
   return R;
 }
 
-// |got - want| <= tol * (1 + max |want|), element by element (GEMMs: DESIGN.md rule 5).
+// |got - want| <= tol * (1 + max |want|), element by element (GEMMs: docs/design.md,
+// Numerics contract, rule 5).
 inline void lora_expect_close(const std::vector<float> &got, const std::vector<double> &want, double tol,
                               const std::string &what) {
   ASSERT_EQ(got.size(), want.size()) << what;

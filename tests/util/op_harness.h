@@ -107,7 +107,7 @@ inline bool op_lists_equal(const std::vector<OpTensor> &a, const std::vector<OpT
   return true;
 }
 
-// The Fucina AdamW scalars (reference section 3.3) for step t, prepared in f64 and rounded
+// The Fucina AdamW scalars (its src/optim.zig) for step t, prepared in f64 and rounded
 // once, as the optimizer layer will.
 inline fg_op_params adamw_params(double lr, double b1, double b2, double eps, double wd, uint64_t t) {
   fg_op_params p;

@@ -1,5 +1,5 @@
 // The reference for the reduction tests: Fucina's sumSquares grid written as plain loops from
-// the reference sheet (fucina-formats-and-rng.md 3.4) and src/optim.zig's sumSquaresChunk,
+// its src/optim.zig (sumSquares, sumSquaresChunk; docs/design.md, Numerics contract, rule 3),
 // with the map and the combine of each op swapped in. Independent of elem/reduce.h on
 // purpose: it uses Fucina's own shape (four accumulators of four lanes), not the library's
 // 16 lanes, and its own f16 widening.

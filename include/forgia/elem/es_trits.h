@@ -1,5 +1,5 @@
-/* The trit operations of ternary ES genomes (reference/fucina-formats-and-rng.md sections
- * 2.8 and 8.1), shared by the CPU loops and the CUDA kernels of forgia/es_trits.h.
+/* The trit operations of ternary ES genomes (Fucina's src/es.zig; docs/design.md, Training),
+ * shared by the CPU loops and the CUDA kernels of forgia/es_trits.h.
  *
  * A genome is packed TQ2_0: blocks of 66 bytes, qs[64] then the f16 scale d, 256 elements
  * each. Element e lives in block e / 256, byte ((e >> 7) & 1) * 32 + (e & 31) of it, bits

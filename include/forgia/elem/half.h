@@ -23,7 +23,8 @@ static inline FG_HD float fg_bf16_to_f32(uint16_t h) {
 /* Branch-free so that the CPU loop vectorises: the float multiplies by 2^112 and 2^-110
  * move the value so that adding the bias constant rounds the mantissa to 10 bits (or to the
  * subnormal grid) to nearest even in IEEE arithmetic, which every backend does identically
- * (no FTZ, no contraction: DESIGN.md rule 2). Exhaustively checked against IEEE in tests. */
+ * (no FTZ, no contraction: docs/design.md, Numerics contract, rule 2). Exhaustively checked
+ * against IEEE in tests. */
 static inline FG_HD uint16_t fg_f32_to_f16(float f) {
   uint32_t w = fg_f32_bits(f);
   float base = (fg_bits_f32(w & 0x7fffffffu) * 0x1.0p+112f) * 0x1.0p-110f;

@@ -1,5 +1,6 @@
 /* FG_HD marks a per-element function that both the CPU loops and the CUDA kernels call,
- * so that the arithmetic exists once (DESIGN.md, numerics rule 1). */
+ * so that the arithmetic exists once (docs/design.md, Numerics contract,
+ * rule 1). */
 #ifndef FORGIA_ELEM_HD_H
 #define FORGIA_ELEM_HD_H
 

@@ -1,8 +1,8 @@
 /* The apollo ops of the op table (elem/op_table.h includes this header and expands
  * FG_OP_TABLE_APOLLO at the end of FG_OP_TABLE). Same rules as there. Also the per-channel
  * and per-tensor elements of APOLLO's non-elementwise steps (forgia/apollo.h), shared by the
- * CPU loops and the CUDA kernels. Fucina's Apollo (reference section 3.3, APOLLO steps
- * 4-10), every + and * rounded on its own. */
+ * CPU loops and the CUDA kernels. Fucina's Apollo (its src/optim.zig Apollo.step, from the
+ * projected moments to the scaled-SGD update), every + and * rounded on its own. */
 #ifndef FORGIA_ELEM_OP_APOLLO_H
 #define FORGIA_ELEM_OP_APOLLO_H
 

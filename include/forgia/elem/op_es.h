@@ -1,6 +1,6 @@
 /* The evolution-strategies ops of the op table (elem/op_table.h includes this header and
  * expands FG_OP_TABLE_ES at the end of FG_OP_TABLE). Same rules as there. Each is Fucina's
- * element (reference/fucina-formats-and-rng.md sections 2.3-2.6), every product and sum
+ * element (Fucina's src/es.zig: perturb, restore, update, anchored decay), every product and sum
  * rounded to f32 on its own; eps is element c of gaussianFillAtFast(seed, ., 1).
  *
  * Fucina narrows intermediate terms to the parameter's dtype (t = N(sigma * eps) before the
@@ -117,7 +117,7 @@ static inline FG_HD void fg_op_es_apply(const fg_op_params *P, float (*v)[FG_OP_
   v[0][0] = fg_es_apply(P->u[1], v[0][0], P->f[0], v[0][1]);
 }
 
-/* Anchored weight decay (section 2.6): s0 param, s1 its anchor (same dtype), u[1] the dtype.
+/* Anchored weight decay (after the update): s0 param, s1 its anchor (same dtype), u[1] the dtype.
  * l2: f[0] keep = f32(1 - alpha * lambda); d = N(p - a), kept = N(d * keep), p = kept + a.
  * l1: f[0] decay_step = f32(alpha * lambda); d = N(p - a), th = N(|d| - step),
  * c = max(th, 0), p = (d < 0 ? -c : c) + a (soft threshold: exact zeros). */

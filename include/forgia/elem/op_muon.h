@@ -1,8 +1,7 @@
-/* The muon ops of the op table (elem/op_table.h includes this header and expands
- * FG_OP_TABLE_MUON at the end of FG_OP_TABLE). Same rules as there. Each is Fucina's
- * element (reference/fucina-formats-and-rng.md section 3.3, src/optim.zig Muon and
- * newtonSchulz5), every product and sum rounded to f32 on its own. The value rows are spelled
- * float (*)[FG_OP_MAX_STREAMS] because fg_op_vals is declared after this header. */
+/* The muon ops of the op table (elem/op_table.h includes this header and expands FG_OP_TABLE_MUON
+ * at the end of FG_OP_TABLE). Same rules as there. Each is Fucina's element (its src/optim.zig,
+ * Muon and newtonSchulz5), every product and sum rounded to f32 on its own. The value rows are
+ * spelled float (*)[FG_OP_MAX_STREAMS] because fg_op_vals is declared after this header. */
 #ifndef FORGIA_ELEM_OP_MUON_H
 #define FORGIA_ELEM_OP_MUON_H
 

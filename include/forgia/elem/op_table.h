@@ -1,4 +1,5 @@
-/* The op table: every elementwise op of the op layer, written once (DESIGN.md rule 1).
+/* The op table: every elementwise op of the op layer, written once (docs/design.md,
+ * Numerics contract, rule 1).
  *
  * An op is an FG_HD function fg_op_<name>(P, v, seed, c) over W consecutive elements:
  * v[w][k] holds stream k of element w widened to f32 (streams the op reads are loaded;
@@ -82,9 +83,10 @@ static inline FG_HD void fg_op_clip_scale(const fg_op_params *P, fg_op_vals *v, 
   if (coef < 1.0f) v[0][0] = v[0][0] * coef;
 }
 
-/* The optimizers (Fucina's elements, reference section 3.3; scalars prepared on the host in
- * f64 and rounded once, by training/optim_*.c). The _master forms step an f32 master copy of
- * a 16-bit parameter and store it narrowed into the parameter: stream 4 (write-only). */
+/* The optimizers (Fucina's elements, src/optim.zig; scalars prepared on the host in f64 and
+ * rounded once, by training/optim_*.c: docs/design.md, Numerics contract, rule 7). The
+ * _master forms step an f32 master copy of a 16-bit parameter and store it narrowed into the
+ * parameter: stream 4 (write-only). */
 
 /* adam and adamw share the moment and the update; pd is the (decayed) parameter. */
 static inline FG_HD float fg_op_adam_core(const fg_op_params *P, fg_op_vals *v, float pd, float g) {

@@ -16,7 +16,7 @@
 #endif
 
 /* fp16 at p as f32: the bits of fg_f16_to_f32 (checked on all 65536 codes in
- * tests/cpu/test_quant_decode_f16.cpp) in fewer scalar operations, because a decoder converts
+ * tests/cpu/test_quant_decode_fields.cpp) in fewer scalar operations, because a decoder converts
  * one scale per block and that chain is the block's critical path. Normals, infinities and
  * NaNs (payload kept) are a shift and an exponent rebias (+112, or +224 for exponent 31), and
  * subnormals m * 2^-24, which is exact. Selects, no branch. */

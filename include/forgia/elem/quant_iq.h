@@ -1,5 +1,5 @@
 /* Per-block decoders of the grid i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and
- * IQ1_M (layouts: shared/reference/gguf-and-quant.md section 2.3). Every block is 256 elements
+ * IQ1_M (layouts: ggml's block_iq* structs, ggml-common.h). Every block is 256 elements
  * in groups of 8: a grid index picks a group of magnitudes (quant_iq_grids.h), a sign byte
  * flips some of them, and a group scale multiplies. The float operations and their order are
  * ggml's dequantizer's (group scale first, then scale * magnitude, then the sign), so the

@@ -1,5 +1,6 @@
 /* Per-block decoders of the non-linear 4-bit types IQ4_NL and IQ4_XS: each nibble indexes a
- * 16-entry int8 table (shared/reference/gguf-and-quant.md section 2.3). */
+ * 16-entry int8 table (ggml's kvalues_iq4nl; block layouts as ggml's block_iq4_nl and
+ * block_iq4_xs). */
 #ifndef FORGIA_ELEM_QUANT_IQ4_H
 #define FORGIA_ELEM_QUANT_IQ4_H
 

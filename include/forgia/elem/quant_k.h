@@ -1,5 +1,5 @@
 /* Per-block decoders of the k-quants (256-element super-blocks): Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K.
- * Layouts in shared/reference/gguf-and-quant.md section 2.2. Each sub-block scale is formed
+ * Layouts: ggml's block_q*_K structs (ggml-common.h). Each sub-block scale is formed
  * first (d * sc, dmin * m), then multiplied by the code, as ggml's dequantizers do. */
 #ifndef FORGIA_ELEM_QUANT_K_H
 #define FORGIA_ELEM_QUANT_K_H

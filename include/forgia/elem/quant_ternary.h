@@ -1,5 +1,6 @@
 /* Per-block decoders of the ternary types TQ1_0 and TQ2_0 (value (q - 1) * d, q in 0..2).
- * Layouts in shared/reference/gguf-and-quant.md section 2.1 and fucina-formats-and-rng.md 8.1. */
+ * The layouts are ggml's block_tq1_0 and block_tq2_0 (stated at each decoder below); TQ2_0 is
+ * also Fucina's packed ternary format (ES genomes, PTQTP planes). */
 #ifndef FORGIA_ELEM_QUANT_TERNARY_H
 #define FORGIA_ELEM_QUANT_TERNARY_H
 

@@ -1,5 +1,5 @@
-/* The fixed reduction grid (DESIGN.md, numerics rule 3): Fucina's sumSquares grid
- * (src/optim.zig, sumSquares / sumSquaresChunk; reference sheet 3.4), used for every
+/* The fixed reduction grid (docs/design.md, Numerics contract, rule 3): Fucina's sumSquares
+ * grid (its src/optim.zig, sumSquares / sumSquaresChunk), used for every
  * reduction, so that clipping, the APOLLO limiter and Muon see Fucina's bits.
  *
  * Each value is widened exactly (f16/bf16 -> f32 -> f64) and mapped by the op: v (SUM),

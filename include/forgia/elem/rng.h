@@ -1,13 +1,15 @@
-/* Fucina's random streams as pure per-element functions (DESIGN.md, numerics rule 4).
+/* Fucina's random streams as pure per-element functions (docs/design.md, Numerics contract,
+ * rule 4).
  *
  * Every value is a function of (seed, counter): splitmix64 in counter form,
  * at(seed, i) = mix(seed + (i + 1) * G), which is the i-th output of the sequential generator
  * started at state seed. No generator state exists, so any chunking, thread count or device
  * gives the same values, and a checkpoint needs only the seed. The constants, the uniform
  * mapping, the dropout cutoff and the all-f32 fast gaussian are Fucina's checkpoint contract
- * (reference/fucina-formats-and-rng.md sections 1.1-1.7); the goldens in tests/cpu/test_rng.cpp
- * pin them. Only correctly rounded operations appear here (no libm): the scalar Box-Muller
- * gaussian, which is defined on f64 libm log/cos/sin, is host code (include/forgia/rng.h). */
+ * (its src/rng.zig); the goldens in tests/cpu/test_rng.cpp pin them. Only correctly rounded
+ * operations appear here (no libm): the scalar Box-Muller gaussian, which is defined on f64
+ * libm log/cos/sin, is host code (include/forgia/rng.h; docs/design.md, Numerics contract,
+ * rule 8). */
 #ifndef FORGIA_ELEM_RNG_H
 #define FORGIA_ELEM_RNG_H
 

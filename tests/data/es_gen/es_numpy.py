@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The float ES algebra in numpy, given the noise: a transcription of reference section
-2.4-2.6 (fucina-formats-and-rng.md) written from the sheet, not from forgia's code, so that
-tests/interop/test_es_numpy.cpp can require forgia's trajectory to be its bits.
+"""The float ES algebra in numpy, given the noise: a transcription of Fucina's src/es.zig
+(perturb, restore, update, anchored decay) written from its formulas, not from forgia's
+code, so that tests/interop/test_es_numpy.cpp can require forgia's trajectory to be its bits.
 
     es_numpy.py DIR
 
@@ -34,7 +34,7 @@ F32 = np.float32
 
 
 def bf16_from_f32(x):
-    """f32 -> bf16 bits by the sheet's rule (section 2.4): round half to even on the upper
+    """f32 -> bf16 bits by Fucina's rule: round half to even on the upper
     half, NaN kept quiet."""
     b = np.asarray(x, dtype=F32).view(np.uint32).astype(np.uint64)
     rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF

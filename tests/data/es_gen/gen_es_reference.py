@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tests/data/golden/es_reference.txt: what the ES reference implementations the seed
-cites compute, run unmodified on CPU, with their inputs, so that tests/cpu/test_es_reference.cpp
+"""Writes tests/data/golden/es_reference.txt: what the ES reference implementations listed below
+compute, run unmodified on CPU, with their inputs, so that tests/cpu/test_es_reference.cpp
 can run forgia's ES ops (elem/op_es.h) on the same inputs and require the same bits.
 
 References (pinned as Fucina's tools/fetch_refs.sh pins them; clone or `git archive` them):

@@ -143,8 +143,8 @@ fn genRng(out: Out, a: std.mem.Allocator) !void {
     const dead: u64 = 0xDEADBEEFCAFEF00D;
     const max: u64 = std.math.maxInt(u64);
 
-    // splitmix64 words; the ES member seeds and iid stream seeds of reference 2.2; the
-    // ternary member seed of 2.9 and its slot-0 stream seed; counters near 2^64 wrap.
+    // splitmix64 words; the ES member seeds and iid stream seeds (es.zig's derivation); the
+    // ternary member seed of es_tests.zig and its slot-0 stream seed; counters near 2^64 wrap.
     for ([_]u64{ 0, 1, 42, boundary, dead, max }) |s| try genAt(out, s, 0, 4);
     try genAt(out, 42, 1000000007, 3);
     try genAt(out, 7, max - 1, 3);
@@ -183,7 +183,7 @@ fn genRng(out: Out, a: std.mem.Allocator) !void {
     try genGauss(out, a, 42, 3, 3, 1);
     try genGauss(out, a, 42, 5, 11, 1);
     try genGauss(out, a, 42, 1, 4096, 1);
-    // APOLLO projection (reference 3.3): slot seed 1, rank 2, chunks 0 and 1.
+    // APOLLO projection (optim.zig's Apollo): slot seed 1, rank 2, chunks 0 and 1.
     const apollo_scale: f32 = 1.0 / @sqrt(@as(f32, 2));
     try genGauss(out, a, 1, 0, 6, apollo_scale);
     try genGauss(out, a, 1 +% 0x9E3779B97F4A7C15, 0, 6, apollo_scale);

@@ -4,7 +4,7 @@
 //! scenarios and the formatting are ours; the arithmetic is Fucina's.
 //!
 //! Slot layouts (registration order):
-//!   std         reference section 2.9: a f32 [7], b f16 [8], c bf16 [5], d f32 [7]
+//!   std         src/es_tests.zig's slots: a f32 [7], b f16 [8], c bf16 [5], d f32 [7]
 //!   std_c_last  the same slots as a, b, d, c (the anchor scenarios; see Layout)
 //!   large       a f32 [7], bigh f16 [4100], bigb bf16 [3000], big f32 [5000]: more than one
 //!               2048-element noise chunk and past Fucina's update fan-out threshold (values from

@@ -68,7 +68,7 @@ const Case = struct {
 };
 
 const cases = [_]Case{
-    // The sheet's pins (seed 21, len 512, 32 flips, cap 8) on a 4-member population, the
+    // src/es_tests.zig's pins (seed 21, len 512, 32 flips, cap 8) on a 4-member population, the
     // third update with tied rewards (z-score: every coefficient 0, no move).
     .{ .name = "plain_z", .seed = 21, .population = 4, .antithetic = false, .norm = .z_score,
        .flip_rate = 32.0 / 512.0, .fraction = 8.0 / 512.0, .decay = 0, .lens = &.{512},
