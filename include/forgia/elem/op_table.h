@@ -10,7 +10,9 @@
  * as Fucina does with bf16 optimizer state. A NaN result is stored as the canonical quiet
  * NaN (0x7fc00000): CPUs and GPUs give NaN results different payloads, and the numerics
  * contract compares bits. Adding an op: its function here, one line of FG_OP_TABLE, and its
- * tests (a case in tests/util/op_harness.h runs it through the CPU and CUDA suites). */
+ * tests: tests/util/family_cases.h makes a case of every row, which the CPU suite checks
+ * against a scalar loop over this function and the CUDA suite against the CPU; hand-made
+ * cases with chosen parameters go in tests/util/op_harness.h. */
 #ifndef FORGIA_ELEM_OP_TABLE_H
 #define FORGIA_ELEM_OP_TABLE_H
 
