@@ -74,7 +74,7 @@ static fg_status read_keys(const fg_gguf_file *f, split_keys *k) {
 /* Refuses a file that is one part of a split other than an openable part 1, saying what
  * to open instead. named: the path follows the pattern, as part `no` of `count`. */
 /* read_keys reads key values from the part's mapping: guarded, so a part truncated after
- * its parse gives a status, not SIGBUS (host/mapping.c). */
+ * its parse gives a status, not SIGBUS (core/mapping.c). */
 typedef struct keys_job {
   const fg_gguf_file *f;
   split_keys *k;

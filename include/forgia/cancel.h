@@ -1,8 +1,12 @@
-/* Cancelling long writes, without signal handlers in the library.
+/* Cancelling long writes, without a signal handler in the library.
  *
- * forgia installs no signal handler and never touches the process's signal dispositions.
- * A program that wants Ctrl-C or SIGTERM to stop a write cleanly installs its own handler
- * that only sets a flag (a volatile sig_atomic_t), and gives forgia a hook that reads it:
+ * forgia installs no handler for cancellation and never touches SIGINT, SIGTERM or their
+ * dispositions. (The one handler the library installs is the SIGBUS/SIGSEGV guard of
+ * forgia/mapping.h, put in the first time forgia reads mapped bytes under a guard; it turns
+ * a fault reading a file truncated underneath into a status and passes every other fault on
+ * to the handler it replaced.) A program that wants Ctrl-C or SIGTERM to stop a write cleanly
+ * installs its own handler that only sets a flag (a volatile sig_atomic_t), and gives forgia
+ * a hook that reads it:
  *
  *   static volatile sig_atomic_t stop;
  *   static void on_signal(int sig) { stop = sig; }

@@ -60,17 +60,20 @@ FG_API void fg_mapping_evict(const fg_mapping *m, uint64_t off, uint64_t len); /
  * message that names the file, its size then and now, and the offset that could not be read.
  *
  * The guard is a SIGBUS and SIGSEGV handler (SA_SIGINFO | SA_ONSTACK) that forgia installs,
- * once per process, the first time a guarded read runs. It acts only on a fault of a thread
- * inside a guarded read: SIGBUS there, or SIGSEGV at an address inside the mapping being
- * read. Any other fault goes on to the handler installed before forgia's (the default
- * action, the program's own handler, a sanitizer's), called as it asked to be (SA_SIGINFO,
- * its sa_mask, SA_RESETHAND). A program that installs its own SIGBUS/SIGSEGV handler after
- * forgia's keeps guarded reads working only if its handler passes the faults it does not
- * handle to the one it replaced (the handler sigaction returned as the old action). Where
- * the handler cannot go in (a sanitizer that keeps these signals to itself, such as ASan
- * with allow_user_segv_handler=0; ASan's default lets it in and gets every other fault),
- * fg_mapping_copy still returns a status (the kernel copies: process_vm_readv), but
- * fg_mapping_access runs fn unguarded.
+ * once per process, the first time a guarded read runs on bytes the mapping does not own
+ * (an mmapped file, wrapped memory, or m == NULL), whether called by the program or inside
+ * a forgia call that reads a file (parsing, loading, exporting), and leaves in place for the
+ * life of the process. It is the only signal handler forgia installs (cancelling a write
+ * needs none: forgia/cancel.h). It acts only on a fault of a thread inside a guarded read:
+ * SIGBUS there, or SIGSEGV at an address inside the mapping being read. Any other fault
+ * goes on to the handler installed before forgia's (the default action, the program's own
+ * handler, a sanitizer's), called as it asked to be (SA_SIGINFO, its sa_mask, SA_RESETHAND).
+ * A program that installs its own SIGBUS/SIGSEGV handler after forgia's keeps guarded reads
+ * working only if its handler passes the faults it does not handle to the one it replaced
+ * (the handler sigaction returned as the old action). Where the handler cannot go in (a
+ * sanitizer that keeps these signals to itself, such as ASan with allow_user_segv_handler=0;
+ * ASan's default lets it in and gets every other fault), fg_mapping_copy still returns a
+ * status (the kernel copies: process_vm_readv), but fg_mapping_access runs fn unguarded.
  *
  * A guarded read costs a system call or two (the signal mask is saved): guard chunks, not
  * bytes. Bytes owned by the mapping (FG_MAP_READ, fg_mapping_adopt) cannot fault and are

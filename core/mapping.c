@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/mapping_internal.h"
+#include "core/mapping_internal.h"
 
 static fg_status fg_mapping_new(const char *path, fg_mapping **out) {
   fg_mapping *m = calloc(1, sizeof *m);

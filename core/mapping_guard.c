@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "host/mapping_internal.h"
+#include "core/mapping_internal.h"
 
 typedef struct fg_guard {
   sigjmp_buf env;

@@ -1,7 +1,7 @@
-/* The mapping object, shared by host/mapping.c (open, hints, identity) and
- * host/mapping_guard.c (reads that survive the file changing underneath). Internal. */
-#ifndef FORGIA_HOST_MAPPING_INTERNAL_H
-#define FORGIA_HOST_MAPPING_INTERNAL_H
+/* The mapping object, shared by core/mapping.c (open, hints, identity) and
+ * core/mapping_guard.c (reads that survive the file changing underneath). Internal. */
+#ifndef FORGIA_CORE_MAPPING_INTERNAL_H
+#define FORGIA_CORE_MAPPING_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
