@@ -17,6 +17,22 @@
  * checked against remaining / this before any array is allocated. */
 #define OF_MIN_SLOT 19u
 
+/* A frame kind's row (formats/optim_frame_kinds.c): the public layout and the rules that
+ * are code. */
+typedef struct of_kind {
+  fg_oframe_kind_desc d;
+  /* Values held by state buffer b of slot s in list `fallback` (NULL: rows * cols). False
+   * when the count overflows 64 bits. */
+  bool (*buf_count)(const fg_oframe *f, bool fallback, const fg_oframe_slot *s, int b, uint64_t *count);
+  /* A rule across header fields (NULL: none): false, with the reason in why (worded for the
+   * writer when writing, else for the reader), when f's header breaks it. */
+  bool (*header_rule)(const fg_oframe *f, bool writing, char *why, size_t len);
+} of_kind;
+
+/* The row of kind (NULL for an unknown kind), and the number of rows (kinds 0..count-1). */
+const of_kind *of_kind_of(fg_oframe_kind kind);
+size_t of_kind_count(void);
+
 /* The magic of (kind, version), or NULL when that pair does not exist (APOLLO v4). */
 const char *of_magic(fg_oframe_kind kind, int version);
 const char *of_kind_name(fg_oframe_kind kind);
@@ -27,10 +43,16 @@ bool of_buf_count(const fg_oframe *f, bool fallback, const fg_oframe_slot *s, in
 
 static inline uint64_t of_dtype_size(fg_oframe_dtype d) { return d == FG_OFRAME_DTYPE_BF16 ? 2 : 4; }
 
-/* APOLLO buffers carry no dtype tags (always f32). */
+/* Whether buffers carry a dtype tag: v4 on, except for kinds that keep f32 only. */
 static inline bool of_tagged(fg_oframe_kind kind, int version) {
-  return kind != FG_OFRAME_KIND_APOLLO && version >= 4;
+  const of_kind *k = of_kind_of(kind);
+  return k && !k->d.untagged && version >= 4;
 }
+
+/* Header field h's value in f, widened, and its width on the wire in bytes. */
+uint64_t of_field_get(const fg_oframe *f, const fg_oframe_field *h);
+void of_field_set(fg_oframe *f, const fg_oframe_field *h, uint64_t v);
+unsigned of_field_bytes(const fg_oframe_field *h);
 
 /* Checks a name as Fucina's validateName does: 1..65535 bytes, no NUL, UTF-8. On failure
  * *why says what is wrong and *at the first offending byte. */

@@ -17,7 +17,7 @@ fg_status fg_optim_frame_match(const fg_oframe *f, bool fallback, const fg_ofram
                                size_t *map) {
   if (!f || (n_expect && !expect)) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_frame_match: NULL argument");
   int nb = fg_optim_frame_bufs_per_slot(f->kind);
-  if (nb == 0 || (fallback && f->kind != FG_OFRAME_KIND_APOLLO))
+  if (nb == 0 || (fallback && !of_kind_of(f->kind)->d.fallback_list))
     return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_frame_match: a %s frame has no %sslot list", of_kind_name(f->kind),
                    fallback ? "fallback " : "");
   const fg_oframe_slot *slots = fallback ? f->fallback : f->slots;
@@ -81,44 +81,23 @@ fg_status fg_optim_frame_check_header(const fg_oframe *f, const fg_oframe *want)
   if (f->kind != want->kind)
     return fg_fail(FG_ERR_BAD_MAGIC, "optimizer frame: a %s frame, expected a %s frame", of_kind_name(f->kind),
                    of_kind_name(want->kind));
-  const char *field = NULL;
+  if (f->kind == FG_OFRAME_KIND_SET && f->n_members != want->n_members)
+    return fg_fail(FG_ERR_FRAME_SHAPE_MISMATCH, "optimizer set: %zu members, the set has %zu", f->n_members,
+                   want->n_members);
+  /* The first header field, in wire order, that differs (f32 fields compare bits). */
+  const of_kind *k = of_kind_of(f->kind);
+  const char *field = NULL, *bits = "";
   unsigned long long got = 0, exp = 0;
-#define CMP(x, label)                                       \
-  if (!field && f->x != want->x) {                          \
-    field = label;                                          \
-    got = (unsigned long long)f->x;                         \
-    exp = (unsigned long long)want->x;                      \
+  for (size_t i = 0; k && !field && i < k->d.n_header; i++) {
+    const fg_oframe_field *h = &k->d.header[i];
+    got = of_field_get(f, h);
+    exp = of_field_get(want, h);
+    if (got == exp) continue;
+    field = h->label;
+    bits = h->type == FG_OFRAME_FIELD_F32 ? " bits" : "";
   }
-  switch (f->kind) {
-    case FG_OFRAME_KIND_SGD:
-      CMP(sgd.momentum_bits, "momentum bits")
-      CMP(sgd.dampening_bits, "dampening bits")
-      CMP(sgd.nesterov, "nesterov")
-      break;
-    case FG_OFRAME_KIND_MUON:
-      CMP(muon.scale, "scale")
-      CMP(muon.nesterov, "nesterov")
-      CMP(muon.ns_steps, "ns_steps")
-      break;
-    case FG_OFRAME_KIND_APOLLO:
-      CMP(apollo.rank, "rank")
-      CMP(apollo.update_proj_gap, "update_proj_gap")
-      CMP(apollo.scale_bits, "scale bits")
-      CMP(apollo.scale_type, "scale_type")
-      CMP(apollo.correct_bias, "correct_bias")
-      CMP(apollo.scale_front, "scale_front")
-      CMP(apollo.disable_limiter, "disable_norm_growth_limiter")
-      break;
-    case FG_OFRAME_KIND_SET:
-      if (f->n_members != want->n_members)
-        return fg_fail(FG_ERR_FRAME_SHAPE_MISMATCH, "optimizer set: %zu members, the set has %zu", f->n_members,
-                       want->n_members);
-      break;
-    default: break;
-  }
-#undef CMP
   if (field)
-    return fg_fail(FG_ERR_FRAME_CONFIG_MISMATCH, "optimizer frame %s: header %s is %llu (0x%llx), the optimizer's "
-                   "is %llu (0x%llx)", of_magic(f->kind, f->version), field, got, got, exp, exp);
+    return fg_fail(FG_ERR_FRAME_CONFIG_MISMATCH, "optimizer frame %s: header %s%s is %llu (0x%llx), the optimizer's "
+                   "is %llu (0x%llx)", of_magic(f->kind, f->version), field, bits, got, got, exp, exp);
   return FG_OK;
 }

@@ -59,37 +59,38 @@ static fg_status read_bool(of_rd *r, const char *what, uint8_t *v) {
   return FG_OK;
 }
 
+/* The row's header fields in wire order; a BOOL or ENUM byte above 1 is FG_ERR_RANGE. */
 static fg_status read_header(of_rd *r, fg_oframe *f) {
+  const of_kind *k = of_kind_of(f->kind);
+  uint64_t need = 0;
+  for (size_t i = 0; i < k->d.n_header; i++) need += of_field_bytes(&k->d.header[i]);
   fg_status st = FG_OK;
-  switch (f->kind) {
-    case FG_OFRAME_KIND_SGD: {
-      if ((st = of_need(r, 9, "the SGD header (momentum, dampening, nesterov)"))) return st;
-      f->sgd.momentum_bits = of_get_u32(r);
-      f->sgd.dampening_bits = of_get_u32(r);
-      size_t at = r->off;
-      if ((st = read_bool(r, "nesterov", &f->sgd.nesterov))) return st;
-      if (f->sgd.nesterov && ((f->sgd.momentum_bits & 0x7fffffffu) == 0 || (f->sgd.dampening_bits & 0x7fffffffu)))
-        return of_rd_fail(r, FG_ERR_RANGE, at, "nesterov with momentum bits %08x, dampening bits %08x: expected "
-                          "momentum != 0 and dampening == 0", f->sgd.momentum_bits, f->sgd.dampening_bits);
-      return FG_OK;
+  if (need && (st = of_need(r, need, k->d.header_what))) return st;
+  size_t at = r->off;
+  for (size_t i = 0; i < k->d.n_header; i++) {
+    const fg_oframe_field *h = &k->d.header[i];
+    at = r->off;
+    uint64_t v;
+    switch (of_field_bytes(h)) {
+      case 1: {
+        char what[96];
+        if (h->type == FG_OFRAME_FIELD_ENUM)
+          snprintf(what, sizeof what, "%s (%s 0, %s 1)", h->label, h->names[0], h->names[1]);
+        else
+          snprintf(what, sizeof what, "%s", h->label);
+        uint8_t b;
+        if ((st = read_bool(r, what, &b))) return st;
+        v = b;
+        break;
+      }
+      case 4: v = of_get_u32(r); break;
+      default: v = of_get_u64(r); break;
     }
-    case FG_OFRAME_KIND_MUON:
-      if ((st = of_need(r, 6, "the Muon header (scale, nesterov, ns_steps)"))) return st;
-      if ((st = read_bool(r, "scale (spectral 0, match_rms_adamw 1)", &f->muon.scale))) return st;
-      if ((st = read_bool(r, "nesterov", &f->muon.nesterov))) return st;
-      f->muon.ns_steps = of_get_u32(r);
-      return FG_OK;
-    case FG_OFRAME_KIND_APOLLO:
-      if ((st = of_need(r, 24, "the APOLLO header"))) return st;
-      f->apollo.rank = of_get_u64(r);
-      f->apollo.update_proj_gap = of_get_u64(r);
-      f->apollo.scale_bits = of_get_u32(r);
-      if ((st = read_bool(r, "scale_type (channel 0, tensor 1)", &f->apollo.scale_type))) return st;
-      if ((st = read_bool(r, "correct_bias", &f->apollo.correct_bias))) return st;
-      if ((st = read_bool(r, "scale_front", &f->apollo.scale_front))) return st;
-      return read_bool(r, "disable_norm_growth_limiter", &f->apollo.disable_limiter);
-    default: return FG_OK;
+    of_field_set(f, h, v);
   }
+  char why[256];
+  if (k->header_rule && !k->header_rule(f, false, why, sizeof why)) return of_rd_fail(r, FG_ERR_RANGE, at, "%s", why);
+  return FG_OK;
 }
 
 static fg_status read_name(of_rd *r, fg_oframe_slot *s) {
@@ -116,14 +117,15 @@ static fg_status read_name(of_rd *r, fg_oframe_slot *s) {
 static fg_status read_slot(of_rd *r, fg_oframe *f, bool fallback, int version, fg_oframe_slot *s) {
   fg_status st = read_name(r, s);
   if (st) return st;
-  bool apollo_main = f->kind == FG_OFRAME_KIND_APOLLO && !fallback;
-  uint64_t fixed = 16 + (f->kind == FG_OFRAME_KIND_MUON ? 0 : 8) + (apollo_main ? 12 : 0);
-  if ((st = of_need(r, fixed, apollo_main ? "dims, step, seed and prev_norm" : "dims and step"))) return st;
+  const fg_oframe_kind_desc *d = &of_kind_of(f->kind)->d;
+  const bool extras = d->main_extras && !fallback, step = d->step || fallback;
+  uint64_t fixed = 16 + (step ? 8 : 0) + (extras ? 12 : 0);
+  if ((st = of_need(r, fixed, extras ? "dims, step, seed and prev_norm" : "dims and step"))) return st;
   size_t dims_at = r->off;
   s->rows = of_get_u64(r);
   s->cols = of_get_u64(r);
-  if (f->kind != FG_OFRAME_KIND_MUON) s->step = of_get_u64(r);
-  if (apollo_main) {
+  if (step) s->step = of_get_u64(r);
+  if (extras) {
     s->seed = of_get_u64(r);
     s->prev_norm_bits = of_get_u32(r);
   }
@@ -131,13 +133,10 @@ static fg_status read_slot(of_rd *r, fg_oframe *f, bool fallback, int version, f
   if (__builtin_mul_overflow(s->rows, s->cols, &n_el))
     return of_rd_fail(r, FG_ERR_BAD_SHAPE, dims_at, "dims %llu x %llu overflow", (unsigned long long)s->rows,
                       (unsigned long long)s->cols);
-  s->n_bufs = fg_optim_frame_bufs_per_slot(f->kind);
-  static const char *const names[5][2] = {
-      [FG_OFRAME_KIND_ADAMW] = {"m", "v"}, [FG_OFRAME_KIND_ADAM] = {"m", "v"}, [FG_OFRAME_KIND_SGD] = {"buf", ""},
-      [FG_OFRAME_KIND_MUON] = {"momentum", ""}, [FG_OFRAME_KIND_APOLLO] = {"m", "v"}};
+  s->n_bufs = d->n_bufs;
   for (int b = 0; b < s->n_bufs; b++) {
     fg_oframe_buf *buf = &s->bufs[b];
-    const char *what = names[f->kind][b];
+    const char *what = d->buf_names[b];
     buf->dtype = FG_OFRAME_DTYPE_F32;
     if (of_tagged(f->kind, version)) {
       if ((st = of_need(r, 1, "the state dtype tag"))) return st;
@@ -215,33 +214,32 @@ static fg_status read_magic(of_rd *r, fg_oframe *f, bool allow_set) {
   fg_status st = of_need(r, 4, "the frame magic");
   if (st) return st;
   const uint8_t *m = r->p + r->off;
-  static const struct {
-    fg_oframe_kind kind;
-    int version;
-  } known[] = {{FG_OFRAME_KIND_ADAMW, 3}, {FG_OFRAME_KIND_ADAMW, 4}, {FG_OFRAME_KIND_ADAMW, 5},
-               {FG_OFRAME_KIND_ADAM, 3},  {FG_OFRAME_KIND_ADAM, 4},  {FG_OFRAME_KIND_ADAM, 5},
-               {FG_OFRAME_KIND_SGD, 3},   {FG_OFRAME_KIND_SGD, 4},   {FG_OFRAME_KIND_SGD, 5},
-               {FG_OFRAME_KIND_MUON, 3},  {FG_OFRAME_KIND_MUON, 4},  {FG_OFRAME_KIND_MUON, 5},
-               {FG_OFRAME_KIND_APOLLO, 3}, {FG_OFRAME_KIND_APOLLO, 5}, {FG_OFRAME_KIND_SET, 3},
-               {FG_OFRAME_KIND_TENSORS, 1}};
-  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-    const char *magic = of_magic(known[i].kind, known[i].version);
-    if (memcmp(m, magic, 4) != 0) continue;
-    if (known[i].kind == FG_OFRAME_KIND_SET && !allow_set)
-      return of_rd_fail(r, FG_ERR_BAD_MAGIC, r->off, "an optimizer set (FZO3) where a member frame was expected "
-                        "(sets do not nest)");
-    f->kind = known[i].kind;
-    f->version = known[i].version;
-    r->magic = magic;
-    r->off += 4;
-    return FG_OK;
+  char families[16] = "", expected[160] = "";
+  size_t nf = 0, ne = 0;
+  for (size_t k = 0; k < of_kind_count(); k++) {
+    const fg_oframe_kind_desc *d = &of_kind_of((fg_oframe_kind)k)->d;
+    ne += (size_t)snprintf(expected + ne, ne < sizeof expected ? sizeof expected - ne : 0, "%s%s", k ? ", " : "",
+                           d->magic_list);
+    for (int v = 0; v < 6; v++) {
+      const char *magic = d->magics[v];
+      if (!magic) continue;
+      if (nf + 1 < sizeof families && !memchr(families, magic[2], nf)) families[nf++] = magic[2];
+      if (memcmp(m, magic, 4) != 0) continue;
+      if (d->kind == FG_OFRAME_KIND_SET && !allow_set)
+        return of_rd_fail(r, FG_ERR_BAD_MAGIC, r->off, "an optimizer set (FZO3) where a member frame was expected "
+                          "(sets do not nest)");
+      f->kind = d->kind;
+      f->version = v;
+      r->magic = magic;
+      r->off += 4;
+      return FG_OK;
+    }
   }
   char shown[20];
   snprintf(shown, sizeof shown, "%02x %02x %02x %02x", m[0], m[1], m[2], m[3]);
-  if (m[0] == 'F' && m[1] == 'Z' && memchr("ADSMPOT", m[2], 7))
+  if (m[0] == 'F' && m[1] == 'Z' && memchr(families, m[2], nf))
     return of_rd_fail(r, FG_ERR_BAD_VERSION, r->off, "magic %s names a frame family with an unknown version", shown);
-  return of_rd_fail(r, FG_ERR_BAD_MAGIC, r->off, "magic %s is no optimizer frame (FZA3/4/5, FZAD/FZD4/5, "
-                    "FZS3/4/5, FZM3/4/5, FZP3/5, FZO3, FZT1)", shown);
+  return of_rd_fail(r, FG_ERR_BAD_MAGIC, r->off, "magic %s is no optimizer frame (%s)", shown, expected);
 }
 
 fg_status of_parse_frame(of_rd *r, fg_oframe *f, bool allow_set) {
@@ -255,18 +253,19 @@ fg_status of_parse_frame(of_rd *r, fg_oframe *f, bool allow_set) {
     st = of_parse_tensors(r, f);
   } else {
     st = read_header(r, f);
+    const fg_oframe_kind_desc *d = &of_kind_of(f->kind)->d;
     if (!st) st = read_slots(r, f, false, f->version);
-    if (!st && f->kind == FG_OFRAME_KIND_APOLLO) st = read_slots(r, f, true, f->version);
-    if (!st && f->kind == FG_OFRAME_KIND_MUON) {
+    if (!st && d->fallback_list) st = read_slots(r, f, true, f->version);
+    if (!st && d->embedded_adamw) {
       f->embedded = calloc(1, sizeof *f->embedded);
       if (!f->embedded) return of_rd_fail(r, FG_ERR_NOMEM, r->off, "allocating the fallback frame");
       size_t at = r->off;
       st = of_parse_frame(r, f->embedded, false);
-      if (st) return fg_fail_prefix(st, "Muon fallback: ");
+      if (st) return fg_fail_prefix(st, "%s fallback: ", d->title);
       r->magic = of_magic(f->kind, f->version);
       if (!st && f->embedded->kind != FG_OFRAME_KIND_ADAMW)
-        st = of_rd_fail(r, FG_ERR_BAD_MAGIC, at, "the fallback frame is %s, expected an AdamW frame (FZA3/4/5)",
-                        of_kind_name(f->embedded->kind));
+        st = of_rd_fail(r, FG_ERR_BAD_MAGIC, at, "the fallback frame is %s, expected an AdamW frame (%s)",
+                        of_kind_name(f->embedded->kind), of_kind_of(FG_OFRAME_KIND_ADAMW)->d.magic_list);
     }
   }
   if (!st) r->magic = outer;

@@ -7,60 +7,27 @@
 #include "formats/optim_frame_internal.h"
 #include "formats/safetensors_internal.h"
 
-static const char *const MAGICS[5][3] = {
-    [FG_OFRAME_KIND_ADAMW] = {"FZA3", "FZA4", "FZA5"}, [FG_OFRAME_KIND_ADAM] = {"FZAD", "FZD4", "FZD5"},
-    [FG_OFRAME_KIND_SGD] = {"FZS3", "FZS4", "FZS5"},   [FG_OFRAME_KIND_MUON] = {"FZM3", "FZM4", "FZM5"},
-    [FG_OFRAME_KIND_APOLLO] = {"FZP3", NULL, "FZP5"},
-};
-
 const char *of_magic(fg_oframe_kind kind, int version) {
-  if (kind == FG_OFRAME_KIND_SET) return version == 3 ? "FZO3" : NULL;
-  if (kind == FG_OFRAME_KIND_TENSORS) return version == 1 ? "FZT1" : NULL;
-  if ((unsigned)kind > FG_OFRAME_KIND_APOLLO || version < 3 || version > 5) return NULL;
-  return MAGICS[kind][version - 3];
+  const of_kind *k = of_kind_of(kind);
+  return k && version >= 0 && version < 6 ? k->d.magics[version] : NULL;
 }
 
 const char *of_kind_name(fg_oframe_kind kind) {
-  switch (kind) {
-    case FG_OFRAME_KIND_ADAMW: return "AdamW";
-    case FG_OFRAME_KIND_ADAM: return "Adam";
-    case FG_OFRAME_KIND_SGD: return "SGD";
-    case FG_OFRAME_KIND_MUON: return "Muon";
-    case FG_OFRAME_KIND_APOLLO: return "APOLLO";
-    case FG_OFRAME_KIND_SET: return "optimizer set";
-    case FG_OFRAME_KIND_TENSORS: return "tensor list";
-  }
-  return "unknown";
+  const of_kind *k = of_kind_of(kind);
+  return k ? k->d.title : "unknown";
 }
 
 int fg_optim_frame_bufs_per_slot(fg_oframe_kind kind) {
-  switch (kind) {
-    case FG_OFRAME_KIND_ADAMW:
-    case FG_OFRAME_KIND_ADAM:
-    case FG_OFRAME_KIND_APOLLO: return 2;
-    case FG_OFRAME_KIND_SGD:
-    case FG_OFRAME_KIND_MUON: return 1;
-    default: return 0;
-  }
+  const of_kind *k = of_kind_of(kind);
+  return k ? k->d.n_bufs : 0;
 }
 
 static bool mul_u64(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
 
 bool of_buf_count(const fg_oframe *f, bool fallback, const fg_oframe_slot *s, int b, uint64_t *count) {
-  (void)b;
-  uint64_t n;
-  if (!mul_u64(s->rows, s->cols, &n)) return false;
-  if (f->kind == FG_OFRAME_KIND_SGD) {
-    /* Fucina allocates no buffer when momentum == 0 (either zero's sign). */
-    *count = (f->sgd.momentum_bits & 0x7fffffffu) == 0 ? 0 : n;
-    return true;
-  }
-  if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) {
-    /* The projected moments: rows x rank when tall (rows >= cols), rank x cols when wide. */
-    return mul_u64(s->rows >= s->cols ? s->rows : s->cols, f->apollo.rank, count);
-  }
-  *count = n;
-  return true;
+  const of_kind *k = of_kind_of(f->kind);
+  if (k && k->buf_count) return k->buf_count(f, fallback, s, b, count);
+  return mul_u64(s->rows, s->cols, count);
 }
 
 bool of_name_ok(const char *name, size_t len, const char **why, size_t *at) {
@@ -136,11 +103,14 @@ static bool any_master(const fg_oframe_slot *s, size_t n) {
 }
 
 int of_pick_version(const fg_oframe *f) {
-  if (f->kind == FG_OFRAME_KIND_SET) return 3;
-  if (f->kind == FG_OFRAME_KIND_TENSORS) return 1;
+  const of_kind *k = of_kind_of(f->kind);
+  if (k && k->d.n_bufs == 0) /* a set or FZT1: the one version its row has */
+    for (int v = 0; v < 6; v++)
+      if (k->d.magics[v]) return v;
   if (f->version) return f->version;
   if (any_master(f->slots, f->n_slots)) return 5;
-  if (f->kind == FG_OFRAME_KIND_APOLLO) return any_master(f->fallback, f->n_fallback) ? 5 : 3;
+  if (k && k->d.fallback_list && any_master(f->fallback, f->n_fallback)) return 5;
+  if (k && k->d.untagged) return 3; /* f32 only: no v4 */
   int nb = fg_optim_frame_bufs_per_slot(f->kind);
   for (size_t i = 0; i < f->n_slots; i++)
     for (int b = 0; b < nb; b++)
@@ -156,6 +126,7 @@ static fg_status check_slots(const fg_oframe *f, bool fallback, int version) {
   if (n > UINT32_MAX) return fg_fail(FG_ERR_INVALID_ARG, "%s frame: %zu %ss (the count is a u32)", kind, n, list);
   if (n && !slots) return fg_fail(FG_ERR_INVALID_ARG, "%s frame: %zu %ss but no slot array", kind, n, list);
   int nb = fg_optim_frame_bufs_per_slot(f->kind);
+  const bool untagged = of_kind_of(f->kind)->d.untagged;
   for (size_t i = 0; i < n; i++) {
     const fg_oframe_slot *s = &slots[i];
     const char *why;
@@ -178,10 +149,10 @@ static fg_status check_slots(const fg_oframe *f, bool fallback, int version) {
         return fg_fail(FG_ERR_INVALID_ARG, "%s frame: %s %zu \"%.*s\": buffer %d holds %llu values%s, the layout "
                        "needs %llu", kind, list, i, (int)s->name_len, s->name, b, (unsigned long long)buf->count,
                        want && !buf->data ? " (no data)" : "", (unsigned long long)want);
-      if (buf->dtype != FG_OFRAME_DTYPE_F32 && (version == 3 || f->kind == FG_OFRAME_KIND_APOLLO))
-        return fg_fail(FG_ERR_INVALID_ARG, "%s frame v%d: %s %zu \"%.*s\": buffer %d is bf16; %s", kind, version,
-                       list, i, (int)s->name_len, s->name, b,
-                       f->kind == FG_OFRAME_KIND_APOLLO ? "APOLLO state is always f32" : "v3 holds f32 only");
+      if (buf->dtype != FG_OFRAME_DTYPE_F32 && !of_tagged(f->kind, version))
+        return fg_fail(FG_ERR_INVALID_ARG, "%s frame v%d: %s %zu \"%.*s\": buffer %d is bf16; %s%s", kind, version,
+                       list, i, (int)s->name_len, s->name, b, untagged ? kind : "v3 holds f32 only",
+                       untagged ? " state is always f32" : "");
     }
     if (s->has_master) {
       uint64_t n_el, bytes;
@@ -205,35 +176,30 @@ static fg_status check_slots(const fg_oframe *f, bool fallback, int version) {
   return FG_OK;
 }
 
-static bool bit(uint8_t v) { return v <= 1; }
-
+/* Every BOOL and ENUM byte 0 or 1, and the row's rule across fields. */
 static fg_status check_header(const fg_oframe *f) {
-  const char *kind = of_kind_name(f->kind);
-  if (f->kind == FG_OFRAME_KIND_SGD) {
-    const fg_oframe_sgd_config *c = &f->sgd;
-    if (!bit(c->nesterov)) return fg_fail(FG_ERR_RANGE, "SGD frame: nesterov byte %u (0 or 1)", c->nesterov);
-    if (c->nesterov && ((c->momentum_bits & 0x7fffffffu) == 0 || (c->dampening_bits & 0x7fffffffu) != 0))
-      return fg_fail(FG_ERR_RANGE, "SGD frame: nesterov with momentum bits %08x and dampening bits %08x (needs "
-                     "momentum != 0 and dampening == 0)", c->momentum_bits, c->dampening_bits);
-  } else if (f->kind == FG_OFRAME_KIND_MUON) {
-    if (!bit(f->muon.scale) || !bit(f->muon.nesterov))
-      return fg_fail(FG_ERR_RANGE, "Muon frame: scale byte %u, nesterov byte %u (0 or 1 each)", f->muon.scale,
-                     f->muon.nesterov);
-  } else if (f->kind == FG_OFRAME_KIND_APOLLO) {
-    const fg_oframe_apollo_config *c = &f->apollo;
-    if (!bit(c->scale_type) || !bit(c->correct_bias) || !bit(c->scale_front) || !bit(c->disable_limiter))
-      return fg_fail(FG_ERR_RANGE, "APOLLO frame: scale_type %u, correct_bias %u, scale_front %u, "
-                     "disable_limiter %u (0 or 1 each)", c->scale_type, c->correct_bias, c->scale_front,
-                     c->disable_limiter);
+  const of_kind *k = of_kind_of(f->kind);
+  char msg[256] = "";
+  size_t len = 0, n_flags = 0;
+  bool bad = false;
+  for (size_t i = 0; i < k->d.n_header; i++) {
+    const fg_oframe_field *h = &k->d.header[i];
+    if (h->type != FG_OFRAME_FIELD_BOOL && h->type != FG_OFRAME_FIELD_ENUM) continue;
+    const uint64_t v = of_field_get(f, h);
+    bad |= v > 1;
+    len += (size_t)snprintf(msg + len, len < sizeof msg ? sizeof msg - len : 0, "%s%s byte %u", n_flags ? ", " : "",
+                            h->key, (unsigned)v);
+    n_flags++;
   }
-  (void)kind;
+  if (bad) return fg_fail(FG_ERR_RANGE, "%s frame: %s (0 or 1%s)", k->d.title, msg, n_flags > 1 ? " each" : "");
+  if (k->header_rule && !k->header_rule(f, true, msg, sizeof msg))
+    return fg_fail(FG_ERR_RANGE, "%s frame: %s", k->d.title, msg);
   return FG_OK;
 }
 
 fg_status of_validate(const fg_oframe *f, int depth) {
   if (!f) return fg_fail(FG_ERR_INVALID_ARG, "optimizer frame: NULL frame");
-  if ((unsigned)f->kind > FG_OFRAME_KIND_TENSORS)
-    return fg_fail(FG_ERR_INVALID_ARG, "optimizer frame: unknown kind %d", (int)f->kind);
+  if (!of_kind_of(f->kind)) return fg_fail(FG_ERR_INVALID_ARG, "optimizer frame: unknown kind %d", (int)f->kind);
   if (f->kind == FG_OFRAME_KIND_TENSORS) return of_validate_tensors(f);
   if (f->kind == FG_OFRAME_KIND_SET) {
     if (depth > 0) return fg_fail(FG_ERR_INVALID_ARG, "optimizer set: a member is itself a set");
@@ -253,12 +219,13 @@ fg_status of_validate(const fg_oframe *f, int depth) {
   fg_status st = check_header(f);
   if (!st) st = check_slots(f, false, version);
   if (st) return st;
-  if (f->kind == FG_OFRAME_KIND_APOLLO) return check_slots(f, true, version);
-  if (f->kind == FG_OFRAME_KIND_MUON) {
+  const fg_oframe_kind_desc *d = &of_kind_of(f->kind)->d;
+  if (d->fallback_list) return check_slots(f, true, version);
+  if (d->embedded_adamw) {
     if (!f->embedded || f->embedded->kind != FG_OFRAME_KIND_ADAMW)
-      return fg_fail(FG_ERR_INVALID_ARG, "Muon frame: its fallback must be an AdamW frame");
+      return fg_fail(FG_ERR_INVALID_ARG, "%s frame: its fallback must be an AdamW frame", d->title);
     st = of_validate(f->embedded, depth + 1);
-    if (st) return fg_fail_prefix(st, "Muon fallback: ");
+    if (st) return fg_fail_prefix(st, "%s fallback: ", d->title);
   }
   return FG_OK;
 }
@@ -266,7 +233,8 @@ fg_status of_validate(const fg_oframe *f, int depth) {
 static void emit_slots(of_out *o, const fg_oframe *f, bool fallback, int version) {
   const fg_oframe_slot *slots = fallback ? f->fallback : f->slots;
   size_t n = fallback ? f->n_fallback : f->n_slots;
-  int nb = fg_optim_frame_bufs_per_slot(f->kind);
+  const fg_oframe_kind_desc *d = &of_kind_of(f->kind)->d;
+  const int nb = d->n_bufs;
   of_u32(o, (uint32_t)n);
   for (size_t i = 0; i < n; i++) {
     const fg_oframe_slot *s = &slots[i];
@@ -274,8 +242,8 @@ static void emit_slots(of_out *o, const fg_oframe *f, bool fallback, int version
     of_put(o, s->name, s->name_len);
     of_u64(o, s->rows);
     of_u64(o, s->cols);
-    if (f->kind != FG_OFRAME_KIND_MUON) of_u64(o, s->step);
-    if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) {
+    if (d->step || fallback) of_u64(o, s->step);
+    if (d->main_extras && !fallback) {
       of_u64(o, s->seed);
       of_u32(o, s->prev_norm_bits);
     }
@@ -295,31 +263,19 @@ void of_emit(of_out *o, const fg_oframe *f) {
   if (f->kind == FG_OFRAME_KIND_TENSORS) return of_emit_tensors(o, f);
   int version = of_pick_version(f);
   of_put(o, of_magic(f->kind, version), 4);
-  switch (f->kind) {
-    case FG_OFRAME_KIND_SGD:
-      of_u32(o, f->sgd.momentum_bits);
-      of_u32(o, f->sgd.dampening_bits);
-      of_u8(o, f->sgd.nesterov);
-      break;
-    case FG_OFRAME_KIND_MUON:
-      of_u8(o, f->muon.scale);
-      of_u8(o, f->muon.nesterov);
-      of_u32(o, f->muon.ns_steps);
-      break;
-    case FG_OFRAME_KIND_APOLLO:
-      of_u64(o, f->apollo.rank);
-      of_u64(o, f->apollo.update_proj_gap);
-      of_u32(o, f->apollo.scale_bits);
-      of_u8(o, f->apollo.scale_type);
-      of_u8(o, f->apollo.correct_bias);
-      of_u8(o, f->apollo.scale_front);
-      of_u8(o, f->apollo.disable_limiter);
-      break;
-    default: break;
+  const fg_oframe_kind_desc *d = &of_kind_of(f->kind)->d;
+  for (size_t i = 0; i < d->n_header; i++) {
+    const fg_oframe_field *h = &d->header[i];
+    const uint64_t v = of_field_get(f, h);
+    switch (of_field_bytes(h)) {
+      case 1: of_u8(o, (uint8_t)v); break;
+      case 4: of_u32(o, (uint32_t)v); break;
+      default: of_u64(o, v); break;
+    }
   }
   emit_slots(o, f, false, version);
-  if (f->kind == FG_OFRAME_KIND_APOLLO) emit_slots(o, f, true, version);
-  if (f->kind == FG_OFRAME_KIND_MUON) of_emit(o, f->embedded);
+  if (d->fallback_list) emit_slots(o, f, true, version);
+  if (d->embedded_adamw) of_emit(o, f->embedded);
 }
 
 fg_status fg_optim_frame_serialize(const fg_oframe *f, uint8_t **out, size_t *out_len) {

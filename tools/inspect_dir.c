@@ -95,29 +95,17 @@ static fg_status view_read(dir_view *v, char **bad) {
 
 /* ---------------------------------------------------------------- frames */
 
-static const char *kind_name(fg_oframe_kind k) {
-  static const char *const n[] = {"adamw", "adam", "sgd", "muon", "apollo", "set", "tensors"};
-  return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
-}
+/* A frame's row (forgia/optim_frame.h): its name, magics, slot layout and header fields.
+ * Parsed frames always have one. */
+static const fg_oframe_kind_desc *desc(const fg_oframe *f) { return fg_optim_frame_describe(f->kind); }
 
-/* The frame's magic, from its kind and version (Fucina's names, optim_frame.h). */
-static void magic(const fg_oframe *f, char out[5]) {
-  const int v = f->version;
-  switch (f->kind) {
-    case FG_OFRAME_KIND_ADAMW: snprintf(out, 5, "FZA%d", v); break;
-    case FG_OFRAME_KIND_ADAM: snprintf(out, 5, v == 3 ? "FZAD" : "FZD%d", v); break;
-    case FG_OFRAME_KIND_SGD: snprintf(out, 5, "FZS%d", v); break;
-    case FG_OFRAME_KIND_MUON: snprintf(out, 5, "FZM%d", v); break;
-    case FG_OFRAME_KIND_APOLLO: snprintf(out, 5, "FZP%d", v); break;
-    case FG_OFRAME_KIND_SET: snprintf(out, 5, "FZO3"); break;
-    default: snprintf(out, 5, "FZT1"); break;
-  }
+static const char *magic(const fg_oframe *f) {
+  const char *m = f->version >= 0 && f->version < 6 ? desc(f)->magics[f->version] : NULL;
+  return m ? m : "?";
 }
 
 /* Whether the slots of a list carry a step on the wire (Muon's main slots do not). */
-static bool has_step(const fg_oframe *f, bool fallback) {
-  return fallback || (f->kind != FG_OFRAME_KIND_MUON && f->kind != FG_OFRAME_KIND_SET && f->kind != FG_OFRAME_KIND_TENSORS);
-}
+static bool has_step(const fg_oframe *f, bool fallback) { return desc(f)->n_bufs && (fallback || desc(f)->step); }
 
 static uint64_t max_step(const fg_oframe *f) {
   uint64_t m = 0;
@@ -132,6 +120,22 @@ static float f32_of(uint32_t bits) {
   return x;
 }
 
+/* Header field h of f, widened. */
+static uint64_t field_value(const fg_oframe *f, const fg_oframe_field *h) {
+  const char *p = (const char *)f + h->offset;
+  switch (h->type) {
+    case FG_OFRAME_FIELD_BOOL:
+    case FG_OFRAME_FIELD_ENUM: return *(const uint8_t *)p;
+    case FG_OFRAME_FIELD_F32:
+    case FG_OFRAME_FIELD_U32: return *(const uint32_t *)p;
+    case FG_OFRAME_FIELD_U64: return *(const uint64_t *)p;
+  }
+  return 0;
+}
+
+/* An ENUM field's name for value v (a parsed frame holds 0 or 1). */
+static const char *enum_name(const fg_oframe_field *h, uint64_t v) { return h->names[v ? 1 : 0]; }
+
 static const char *state_dtype(fg_oframe_dtype d) { return d == FG_OFRAME_DTYPE_BF16 ? "bf16" : "f32"; }
 
 static cJSON *slot_json(const fg_oframe *f, const fg_oframe_slot *s, bool fallback) {
@@ -141,7 +145,7 @@ static cJSON *slot_json(const fg_oframe *f, const fg_oframe_slot *s, bool fallba
   cJSON_AddItemToArray(sh, fg_cli_json_u64(s->rows));
   cJSON_AddItemToArray(sh, fg_cli_json_u64(s->cols));
   if (has_step(f, fallback)) cJSON_AddItemToObject(o, "step", fg_cli_json_u64(s->step));
-  if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) {
+  if (desc(f)->main_extras && !fallback) {
     cJSON_AddItemToObject(o, "seed", fg_cli_json_u64(s->seed));
     if (s->prev_norm_bits == 0xffffffffu) cJSON_AddNullToObject(o, "prev_norm");
     else cJSON_AddItemToObject(o, "prev_norm", fg_cli_json_f64(f32_of(s->prev_norm_bits)));
@@ -154,31 +158,21 @@ static cJSON *slot_json(const fg_oframe *f, const fg_oframe_slot *s, bool fallba
 
 static cJSON *frame_json(const fg_oframe *f) {
   cJSON *o = cJSON_CreateObject();
-  char mg[5];
-  magic(f, mg);
-  cJSON_AddStringToObject(o, "kind", kind_name(f->kind));
-  cJSON_AddStringToObject(o, "magic", mg);
+  const fg_oframe_kind_desc *d = desc(f);
+  cJSON_AddStringToObject(o, "kind", d->name);
+  cJSON_AddStringToObject(o, "magic", magic(f));
   cJSON_AddNumberToObject(o, "version", f->version);
-  cJSON *c = NULL;
-  if (f->kind == FG_OFRAME_KIND_SGD) {
-    c = cJSON_AddObjectToObject(o, "config");
-    cJSON_AddItemToObject(c, "momentum", fg_cli_json_f64(f32_of(f->sgd.momentum_bits)));
-    cJSON_AddItemToObject(c, "dampening", fg_cli_json_f64(f32_of(f->sgd.dampening_bits)));
-    cJSON_AddBoolToObject(c, "nesterov", f->sgd.nesterov);
-  } else if (f->kind == FG_OFRAME_KIND_MUON) {
-    c = cJSON_AddObjectToObject(o, "config");
-    cJSON_AddStringToObject(c, "scale", f->muon.scale ? "match_rms_adamw" : "spectral");
-    cJSON_AddBoolToObject(c, "nesterov", f->muon.nesterov);
-    cJSON_AddNumberToObject(c, "ns_steps", f->muon.ns_steps);
-  } else if (f->kind == FG_OFRAME_KIND_APOLLO) {
-    c = cJSON_AddObjectToObject(o, "config");
-    cJSON_AddItemToObject(c, "rank", fg_cli_json_u64(f->apollo.rank));
-    cJSON_AddItemToObject(c, "update_proj_gap", fg_cli_json_u64(f->apollo.update_proj_gap));
-    cJSON_AddItemToObject(c, "scale", fg_cli_json_f64(f32_of(f->apollo.scale_bits)));
-    cJSON_AddStringToObject(c, "scale_type", f->apollo.scale_type ? "tensor" : "channel");
-    cJSON_AddBoolToObject(c, "correct_bias", f->apollo.correct_bias);
-    cJSON_AddBoolToObject(c, "scale_front", f->apollo.scale_front);
-    cJSON_AddBoolToObject(c, "disable_limiter", f->apollo.disable_limiter);
+  cJSON *c = d->n_header ? cJSON_AddObjectToObject(o, "config") : NULL;
+  for (size_t i = 0; i < d->n_header; i++) {
+    const fg_oframe_field *h = &d->header[i];
+    const uint64_t v = field_value(f, h);
+    switch (h->type) {
+      case FG_OFRAME_FIELD_BOOL: cJSON_AddBoolToObject(c, h->key, v != 0); break;
+      case FG_OFRAME_FIELD_ENUM: cJSON_AddStringToObject(c, h->key, enum_name(h, v)); break;
+      case FG_OFRAME_FIELD_F32: cJSON_AddItemToObject(c, h->key, fg_cli_json_f64(f32_of((uint32_t)v))); break;
+      case FG_OFRAME_FIELD_U32: cJSON_AddNumberToObject(c, h->key, (double)v); break;
+      case FG_OFRAME_FIELD_U64: cJSON_AddItemToObject(c, h->key, fg_cli_json_u64(v)); break;
+    }
   }
   if (f->kind == FG_OFRAME_KIND_SET) {
     cJSON *m = cJSON_AddArrayToObject(o, "members");
@@ -197,11 +191,11 @@ static cJSON *frame_json(const fg_oframe *f) {
   if (has_step(f, false)) cJSON_AddItemToObject(o, "step", fg_cli_json_u64(max_step(f)));
   cJSON *sl = cJSON_AddArrayToObject(o, "slots");
   for (size_t i = 0; i < f->n_slots; i++) cJSON_AddItemToArray(sl, slot_json(f, &f->slots[i], false));
-  if (f->kind == FG_OFRAME_KIND_APOLLO) {
+  if (d->fallback_list) {
     cJSON *fb = cJSON_AddArrayToObject(o, "fallback");
     for (size_t i = 0; i < f->n_fallback; i++) cJSON_AddItemToArray(fb, slot_json(f, &f->fallback[i], true));
   }
-  if (f->kind == FG_OFRAME_KIND_MUON && f->embedded) cJSON_AddItemToObject(o, "embedded", frame_json(f->embedded));
+  if (f->embedded) cJSON_AddItemToObject(o, "embedded", frame_json(f->embedded));
   return o;
 }
 
@@ -215,7 +209,7 @@ static void print_slots(const fg_oframe *f, const fg_oframe_slot *s, size_t n, b
     fg_cli_put_escaped(stdout, s[i].name, s[i].name_len, 32);
     printf(" [%llu, %llu]", (unsigned long long)s[i].rows, (unsigned long long)s[i].cols);
     if (has_step(f, fallback)) printf("  step %llu", (unsigned long long)s[i].step);
-    if (f->kind == FG_OFRAME_KIND_APOLLO && !fallback) printf("  seed %llu", (unsigned long long)s[i].seed);
+    if (desc(f)->main_extras && !fallback) printf("  seed %llu", (unsigned long long)s[i].seed);
     printf("  state");
     for (int k = 0; k < s[i].n_bufs && k < 2; k++) printf("%s %s", k ? "," : "", state_dtype(s[i].bufs[k].dtype));
     if (s[i].has_master) printf("  + f32 master");
@@ -224,46 +218,43 @@ static void print_slots(const fg_oframe *f, const fg_oframe_slot *s, size_t n, b
 }
 
 static void print_frame(const fg_oframe *f, int ind, bool full) {
-  char mg[5];
-  magic(f, mg);
-  printf("%*s%s %s (v%d)", ind, "", kind_name(f->kind), mg, f->version);
-  switch (f->kind) {
-    case FG_OFRAME_KIND_SET:
-      printf(", %zu members\n", f->n_members);
-      for (size_t i = 0; i < f->n_members; i++) {
-        printf("%*smember %zu:\n", ind + 2, "", i);
-        print_frame(&f->members[i], ind + 4, full);
-      }
-      return;
-    case FG_OFRAME_KIND_TENSORS:
-      printf(", %zu tensors\n", f->n_tensors);
-      return;
-    case FG_OFRAME_KIND_SGD:
-      printf(", momentum %.9g, dampening %.9g%s", f32_of(f->sgd.momentum_bits), f32_of(f->sgd.dampening_bits),
-             f->sgd.nesterov ? ", nesterov" : "");
-      break;
-    case FG_OFRAME_KIND_MUON:
-      printf(", %s, ns_steps %u%s", f->muon.scale ? "match_rms_adamw" : "spectral", f->muon.ns_steps,
-             f->muon.nesterov ? ", nesterov" : "");
-      break;
-    case FG_OFRAME_KIND_APOLLO:
-      printf(", rank %llu, update_proj_gap %llu, scale %.9g, %s scaling%s%s%s", (unsigned long long)f->apollo.rank,
-             (unsigned long long)f->apollo.update_proj_gap, f32_of(f->apollo.scale_bits),
-             f->apollo.scale_type ? "tensor" : "channel", f->apollo.correct_bias ? ", bias correction" : "",
-             f->apollo.scale_front ? ", scale front" : "", f->apollo.disable_limiter ? ", no limiter" : "");
-      break;
-    default:
-      break;
+  const fg_oframe_kind_desc *d = desc(f);
+  printf("%*s%s %s (v%d)", ind, "", d->name, magic(f), f->version);
+  if (f->kind == FG_OFRAME_KIND_SET) {
+    printf(", %zu members\n", f->n_members);
+    for (size_t i = 0; i < f->n_members; i++) {
+      printf("%*smember %zu:\n", ind + 2, "", i);
+      print_frame(&f->members[i], ind + 4, full);
+    }
+    return;
   }
+  if (f->kind == FG_OFRAME_KIND_TENSORS) {
+    printf(", %zu tensors\n", f->n_tensors);
+    return;
+  }
+  /* The header: its values in wire order, then its flags. */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < d->n_header; i++) {
+      const fg_oframe_field *h = &d->header[i];
+      const uint64_t v = field_value(f, h);
+      if ((h->type == FG_OFRAME_FIELD_BOOL) != (pass == 1)) continue;
+      switch (h->type) {
+        case FG_OFRAME_FIELD_BOOL: printf("%s", v ? h->text : ""); break;
+        case FG_OFRAME_FIELD_ENUM: printf(", %s%s", enum_name(h, v), h->text); break;
+        case FG_OFRAME_FIELD_F32: printf(", %s %.9g", h->key, f32_of((uint32_t)v)); break;
+        case FG_OFRAME_FIELD_U32:
+        case FG_OFRAME_FIELD_U64: printf(", %s %llu", h->key, (unsigned long long)v); break;
+      }
+    }
   printf(", %zu slots", f->n_slots);
   if (has_step(f, false)) printf(", step %llu", (unsigned long long)max_step(f));
   printf("\n");
   print_slots(f, f->slots, f->n_slots, false, ind + 2, full);
-  if (f->kind == FG_OFRAME_KIND_APOLLO) {
+  if (d->fallback_list) {
     printf("%*sfallback (AdamW rule): %zu slots%s\n", ind + 2, "", f->n_fallback, f->n_fallback ? ":" : "");
     print_slots(f, f->fallback, f->n_fallback, true, ind + 4, full);
   }
-  if (f->kind == FG_OFRAME_KIND_MUON && f->embedded) {
+  if (f->embedded) {
     printf("%*sembedded AdamW (fallback):\n", ind + 2, "");
     print_frame(f->embedded, ind + 4, full);
   }

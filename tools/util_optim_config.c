@@ -66,57 +66,6 @@ static bool parse_params(const cJSON *arr, const char *key, optim_cli_param **ou
   return true;
 }
 
-/* Which kinds take a field. SGD, Adam and AdamW share one lenient set (a config written for
- * one of them runs under another); Muon and APOLLO take exactly their own fields. */
-enum { K_ELEM = 1, K_MUON = 2, K_APOLLO = 4, K_FALLBACK = 8 };
-
-static unsigned kind_bit(fg_optim_kind k) {
-  return k == FG_OPTIM_MUON ? K_MUON : (k == FG_OPTIM_APOLLO || k == FG_OPTIM_APOLLO_MINI) ? K_APOLLO : K_ELEM;
-}
-
-typedef enum { F_F32, F_BOOL, F_DTYPE, F_U32, F_U64, F_MUON_SCALE, F_SCALE_TYPE } ftype;
-
-typedef struct {
-  const char *name;
-  unsigned kinds;
-  ftype type;
-  size_t off; /* in fg_optim_config, or in fg_optim_fallback_config for K_FALLBACK */
-} field;
-
-#define C(f) offsetof(fg_optim_config, f)
-#define FB(f) offsetof(fg_optim_fallback_config, f)
-static const field FIELDS[] = {
-    {"lr", K_ELEM | K_MUON | K_APOLLO, F_F32, C(lr)},
-    {"weight_decay", K_ELEM | K_MUON | K_APOLLO, F_F32, C(weight_decay)},
-    {"momentum", K_ELEM | K_MUON, F_F32, C(momentum)},
-    {"dampening", K_ELEM, F_F32, C(dampening)},
-    {"nesterov", K_ELEM | K_MUON, F_BOOL, C(nesterov)},
-    {"beta1", K_ELEM | K_APOLLO, F_F32, C(beta1)},
-    {"beta2", K_ELEM | K_APOLLO, F_F32, C(beta2)},
-    {"eps", K_ELEM | K_APOLLO, F_F32, C(eps)},
-    {"state_dtype", K_ELEM | K_MUON, F_DTYPE, C(state_dtype)},
-    {"second_moment_dtype", K_ELEM, F_DTYPE, C(second_moment_dtype)},
-    {"ns_steps", K_MUON, F_U32, C(ns_steps)},
-    {"scale", K_MUON, F_MUON_SCALE, C(muon_scale)},
-    {"scale", K_APOLLO, F_F32, C(apollo_scale)},
-    {"rank", K_APOLLO, F_U64, C(rank)},
-    {"update_proj_gap", K_APOLLO, F_U64, C(update_proj_gap)},
-    {"scale_type", K_APOLLO, F_SCALE_TYPE, C(scale_type)},
-    {"correct_bias", K_APOLLO, F_BOOL, C(correct_bias)},
-    {"scale_front", K_APOLLO, F_BOOL, C(scale_front)},
-    {"disable_norm_growth_limiter", K_APOLLO, F_BOOL, C(disable_norm_growth_limiter)},
-    {"seed", K_APOLLO, F_U64, C(seed)},
-    {"lr", K_FALLBACK, F_F32, FB(lr)},
-    {"beta1", K_FALLBACK, F_F32, FB(beta1)},
-    {"beta2", K_FALLBACK, F_F32, FB(beta2)},
-    {"eps", K_FALLBACK, F_F32, FB(eps)},
-    {"weight_decay", K_FALLBACK, F_F32, FB(weight_decay)},
-    {"state_dtype", K_FALLBACK, F_DTYPE, FB(state_dtype)},
-    {"second_moment_dtype", K_FALLBACK, F_DTYPE, FB(second_moment_dtype)},
-};
-#undef C
-#undef FB
-
 /* A whole number in [0, max]: a JSON integer up to 2^53 (exact in a double), or a string of
  * decimal digits for the full u64 range (a seed above 2^53 would not survive a double). */
 static bool whole(const cJSON *v, uint64_t max, uint64_t *out) {
@@ -137,70 +86,77 @@ static bool whole(const cJSON *v, uint64_t max, uint64_t *out) {
   return true;
 }
 
-/* Sets the field of `want` kinds named key from v; false with the reason (unknown: *known
- * false). */
-static bool set_field(void *base, unsigned want, const char *where, const cJSON *v, bool *known, err *e) {
+/* Sets the field named key of the list fields (n; offsets into base) from v; false with the
+ * reason (unknown: *known false). */
+static bool set_field(void *base, const fg_optim_field *fields, size_t n, const char *where, const cJSON *v,
+                      bool *known, err *e) {
   const char *key = v->string;
   *known = false;
-  for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
-    const field *f = &FIELDS[i];
-    if (!(f->kinds & want) || strcmp(f->name, key)) continue;
+  for (size_t i = 0; i < n; i++) {
+    const fg_optim_field *f = &fields[i];
+    if (strcmp(f->name, key)) continue;
     *known = true;
-    void *p = (char *)base + f->off;
+    void *p = (char *)base + f->offset;
     double d = 0;
     uint64_t u = 0;
     switch (f->type) {
-      case F_F32:
+      case FG_OPTIM_FIELD_F32:
         if (!num(v, &d)) return fail(e, "%s: \"%s\" must be a number", where, key);
         *(float *)p = (float)d; /* Fucina keeps its config in f32 */
         return true;
-      case F_BOOL:
+      case FG_OPTIM_FIELD_BOOL:
         if (!cJSON_IsBool(v)) return fail(e, "%s: \"%s\" must be true or false", where, key);
         *(bool *)p = cJSON_IsTrue(v);
         return true;
-      case F_DTYPE:
+      case FG_OPTIM_FIELD_DTYPE:
         if (!state_dtype(v, (fg_dtype *)p)) return fail(e, "%s: \"%s\" must be \"f32\" or \"bf16\"", where, key);
         return true;
-      case F_U32:
+      case FG_OPTIM_FIELD_U32:
         if (!whole(v, UINT32_MAX, &u)) return fail(e, "%s: \"%s\" must be a whole number below 2^32", where, key);
         *(uint32_t *)p = (uint32_t)u;
         return true;
-      case F_U64:
+      case FG_OPTIM_FIELD_U64:
         if (!whole(v, UINT64_MAX, &u))
           return fail(e, "%s: \"%s\" must be a whole number (above 2^53: a decimal string)", where, key);
         *(uint64_t *)p = u;
         return true;
-      case F_MUON_SCALE: {
+      case FG_OPTIM_FIELD_ENUM: { /* an int-sized C enum, 0 or 1 by name */
         const char *s = cJSON_IsString(v) ? v->valuestring : "";
-        if (strcmp(s, "spectral") == 0) *(fg_muon_scale *)p = FG_MUON_SPECTRAL;
-        else if (strcmp(s, "match_rms_adamw") == 0) *(fg_muon_scale *)p = FG_MUON_MATCH_RMS_ADAMW;
-        else return fail(e, "%s: \"scale\" must be \"spectral\" or \"match_rms_adamw\"", where);
-        return true;
-      }
-      case F_SCALE_TYPE: {
-        const char *s = cJSON_IsString(v) ? v->valuestring : "";
-        if (strcmp(s, "channel") == 0) *(fg_apollo_scale_type *)p = FG_APOLLO_CHANNEL;
-        else if (strcmp(s, "tensor") == 0) *(fg_apollo_scale_type *)p = FG_APOLLO_TENSOR;
-        else return fail(e, "%s: \"scale_type\" must be \"channel\" or \"tensor\"", where);
-        return true;
+        for (int k = 0; k < 2; k++)
+          if (strcmp(s, f->names[k]) == 0) return *(int *)p = k, true;
+        return fail(e, "%s: \"%s\" must be \"%s\" or \"%s\"", where, key, f->names[0], f->names[1]);
       }
     }
   }
   return fail(e, "%s: unknown field \"%s\"", where, key);
 }
 
+/* The kinds this build has, from their descriptors: "a, b or c" (last "or") or "a, b, c". */
+static void kind_list(char *out, size_t len, bool or_last) {
+  size_t n = 0, at = 0;
+  while (fg_optim_kind_describe((fg_optim_kind)n)) n++;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && at < len; i++) {
+    const char *sep = i == 0 ? "" : (or_last && i + 1 == n) ? " or " : ", ";
+    at += (size_t)snprintf(out + at, len - at, "%s%s", sep, fg_optim_kind_describe((fg_optim_kind)i)->name);
+  }
+}
+
 static bool parse_member(const cJSON *o, optim_cli_member *m, bool top, err *e) {
   if (!cJSON_IsObject(o)) return fail(e, "an optimizer must be a JSON object");
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "optimizer");
-  if (!cJSON_IsString(kind)) return fail(e, "\"optimizer\" must be a string: sgd, adam, adamw, muon, apollo or apollo-mini");
+  char kinds[256];
+  kind_list(kinds, sizeof kinds, true);
+  if (!cJSON_IsString(kind)) return fail(e, "\"optimizer\" must be a string: %s", kinds);
   const char *k = kind->valuestring;
-  static const fg_optim_kind KINDS[] = {FG_OPTIM_SGD, FG_OPTIM_ADAM, FG_OPTIM_ADAMW, FG_OPTIM_MUON, FG_OPTIM_APOLLO,
-                                        FG_OPTIM_APOLLO_MINI};
-  bool found = false;
-  for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0] && !found; i++)
-    if (strcmp(k, fg_optim_kind_name(KINDS[i])) == 0) m->c = fg_optim_defaults(KINDS[i]), found = true;
-  if (!found) return fail(e, "\"optimizer\": \"%s\" is not one this build has (sgd, adam, adamw, muon, apollo, apollo-mini)", k);
-  const unsigned bit = kind_bit(m->c.kind);
+  const fg_optim_kind_desc *d = NULL;
+  for (int i = 0; fg_optim_kind_describe((fg_optim_kind)i) && !d; i++)
+    if (strcmp(k, fg_optim_kind_describe((fg_optim_kind)i)->name) == 0) d = fg_optim_kind_describe((fg_optim_kind)i);
+  if (!d) {
+    kind_list(kinds, sizeof kinds, false);
+    return fail(e, "\"optimizer\": \"%s\" is not one this build has (%s)", k, kinds);
+  }
+  m->c = fg_optim_defaults(d->kind);
   bool params = false;
   for (const cJSON *it = o->child; it; it = it->next) {
     const char *key = it->string;
@@ -212,18 +168,20 @@ static bool parse_member(const cJSON *o, optim_cli_member *m, bool top, err *e) 
       if (!parse_params(it, key, &m->params, &m->nparams, e)) return false;
       continue;
     }
-    if (bit != K_ELEM && strcmp(key, "fallback_params") == 0) {
+    if (d->has_fallback && strcmp(key, "fallback_params") == 0) {
       params = true;
       if (!parse_params(it, key, &m->fallback_params, &m->nfallback, e)) return false;
       continue;
     }
-    if (bit == K_MUON && strcmp(key, "fallback") == 0) {
-      if (!cJSON_IsObject(it)) return fail(e, "muon: \"fallback\" must be an object of AdamW fields");
+    if (d->fallback_fields && strcmp(key, "fallback") == 0) {
+      if (!cJSON_IsObject(it)) return fail(e, "%s: \"fallback\" must be an object of AdamW fields", k);
+      char where[64];
+      snprintf(where, sizeof where, "%s fallback", k);
       for (const cJSON *f = it->child; f; f = f->next)
-        if (!set_field(&m->c.fallback, K_FALLBACK, "muon fallback", f, &known, e)) return false;
+        if (!set_field(&m->c.fallback, d->fallback_fields, d->n_fallback_fields, where, f, &known, e)) return false;
       continue;
     }
-    if (!set_field(&m->c, bit, k, it, &known, e)) return false;
+    if (!set_field(&m->c, d->fields, d->n_fields, k, it, &known, e)) return false;
   }
   m->all_params = !params;
   return true;

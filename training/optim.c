@@ -5,85 +5,65 @@
 #include <string.h>
 
 #include "training/optim_apollo_internal.h"
-#include "training/optim_internal.h"
-#include "training/optim_muon.h"
-
-static const char *const fg_optim_names[] = {"sgd", "adam", "adamw", "muon", "apollo", "apollo-mini"};
+#include "training/optim_kind.h"
 
 const char *fg_optim_kind_name(fg_optim_kind kind) {
-  return (unsigned)kind <= FG_OPTIM_APOLLO_MINI ? fg_optim_names[kind] : NULL;
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(kind);
+  return k ? k->d.name : NULL;
+}
+
+/* Writes field f's default into the struct at base. */
+static void fg_optim_field_default(void *base, const fg_optim_field *f) {
+  void *p = (char *)base + f->offset;
+  switch (f->type) {
+    case FG_OPTIM_FIELD_F32: *(float *)p = (float)f->def; break;
+    case FG_OPTIM_FIELD_BOOL: *(bool *)p = f->def != 0.0; break;
+    case FG_OPTIM_FIELD_DTYPE: *(fg_dtype *)p = (fg_dtype)f->def; break;
+    case FG_OPTIM_FIELD_U32: *(uint32_t *)p = (uint32_t)f->def; break;
+    case FG_OPTIM_FIELD_U64: *(uint64_t *)p = (uint64_t)f->def; break;
+    case FG_OPTIM_FIELD_ENUM: *(int *)p = (int)f->def; break;
+  }
 }
 
 fg_optim_config fg_optim_defaults(fg_optim_kind kind) {
   fg_optim_config c;
   memset(&c, 0, sizeof c);
   c.kind = kind;
+  /* What every kind starts from; a kind's fields then take its own defaults. */
   c.lr = 1e-3f;
   c.beta1 = 0.9f;
   c.beta2 = 0.999f;
   c.eps = 1e-8f;
-  c.weight_decay = kind == FG_OPTIM_ADAMW ? 0.01f : 0.0f;
   c.state_dtype = FG_F32;
   c.second_moment_dtype = FG_F32;
-  c.ns_steps = 5;
-  c.muon_scale = FG_MUON_SPECTRAL;
-  c.fallback = (fg_optim_fallback_config){3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f, FG_F32, FG_F32};
-  c.rank = 128;
-  c.update_proj_gap = 200;
-  c.apollo_scale = 1.0f;
-  c.scale_type = FG_APOLLO_CHANNEL;
-  c.correct_bias = true;
-  if (kind == FG_OPTIM_MUON) {
-    c.lr = 0.02f;
-    c.momentum = 0.95f;
-    c.nesterov = true;
-  } else if (kind == FG_OPTIM_APOLLO || kind == FG_OPTIM_APOLLO_MINI) {
-    c.lr = 0.01f;
-    c.eps = 1e-6f;
-    if (kind == FG_OPTIM_APOLLO_MINI) {
-      c.rank = 1;
-      c.scale_type = FG_APOLLO_TENSOR;
-      c.apollo_scale = 128.0f;
-    }
-  }
+  const fg_optim_kind_desc *d = fg_optim_kind_describe(kind);
+  for (size_t i = 0; d && i < d->n_fields; i++) fg_optim_field_default(&c, &d->fields[i]);
+  for (size_t i = 0; d && i < d->n_fallback_fields; i++) fg_optim_field_default(&c.fallback, &d->fallback_fields[i]);
   return c;
 }
 
-fg_status fg_optim_config_check(const fg_optim_config *c) {
-  if (!c) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_config_check: NULL config");
+fg_status fg_optim_check_moments(const fg_optim_config *c) {
   const char *k = fg_optim_kind_name(c->kind);
-  if (!k) return fg_fail(FG_ERR_INVALID_ARG, "optimizer: unknown kind %d", (int)c->kind);
-  if (!isfinite(c->lr) || c->lr < 0.0f) return fg_fail(FG_ERR_INVALID_ARG, "%s: lr %g, expected finite and >= 0", k, c->lr);
-  if (!isfinite(c->weight_decay) || c->weight_decay < 0.0f)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: weight_decay %g, expected finite and >= 0", k, c->weight_decay);
-  if (c->state_dtype != FG_F32 && c->state_dtype != FG_BF16)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: state_dtype %s, expected f32 or bf16", k, fg_dtype_name(c->state_dtype));
-  if (c->kind == FG_OPTIM_MUON) return fg_muon_config_check(c);
-  if (c->kind == FG_OPTIM_SGD) {
-    if (!isfinite(c->momentum) || c->momentum < 0.0f || !isfinite(c->dampening))
-      return fg_fail(FG_ERR_INVALID_ARG, "sgd: momentum %g / dampening %g, expected finite, momentum >= 0", c->momentum,
-                     c->dampening);
-    if (c->nesterov && (c->momentum <= 0.0f || c->dampening != 0.0f))
-      return fg_fail(FG_ERR_INVALID_ARG, "sgd: nesterov needs momentum > 0 and dampening 0 (got %g and %g)", c->momentum,
-                     c->dampening);
-    return FG_OK;
-  }
   if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
     return fg_fail(FG_ERR_INVALID_ARG, "%s: betas %g, %g, expected in [0, 1)", k, c->beta1, c->beta2);
   if (!(c->eps > 0.0f) || !isfinite(c->eps)) return fg_fail(FG_ERR_INVALID_ARG, "%s: eps %g, expected > 0", k, c->eps);
   if (c->second_moment_dtype != FG_F32 && c->second_moment_dtype != FG_BF16)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: second_moment_dtype %s, expected f32 or bf16", k,
                    fg_dtype_name(c->second_moment_dtype));
-  if (c->kind == FG_OPTIM_APOLLO || c->kind == FG_OPTIM_APOLLO_MINI) {
-    if (c->rank < 1 || c->update_proj_gap < 1)
-      return fg_fail(FG_ERR_INVALID_ARG, "%s: rank %llu / update_proj_gap %llu, expected >= 1", k,
-                     (unsigned long long)c->rank, (unsigned long long)c->update_proj_gap);
-    if (!(c->apollo_scale > 0.0f) || !isfinite(c->apollo_scale))
-      return fg_fail(FG_ERR_INVALID_ARG, "%s: apollo_scale %g, expected finite and > 0", k, c->apollo_scale);
-    if (c->scale_type != FG_APOLLO_CHANNEL && c->scale_type != FG_APOLLO_TENSOR)
-      return fg_fail(FG_ERR_INVALID_ARG, "%s: unknown scale_type %d", k, (int)c->scale_type);
-  }
   return FG_OK;
+}
+
+fg_status fg_optim_config_check(const fg_optim_config *c) {
+  if (!c) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_config_check: NULL config");
+  const fg_optim_kind_ops *ops = fg_optim_kind_ops_of(c->kind);
+  if (!ops) return fg_fail(FG_ERR_INVALID_ARG, "optimizer: unknown kind %d", (int)c->kind);
+  const char *k = ops->d.name;
+  if (!isfinite(c->lr) || c->lr < 0.0f) return fg_fail(FG_ERR_INVALID_ARG, "%s: lr %g, expected finite and >= 0", k, c->lr);
+  if (!isfinite(c->weight_decay) || c->weight_decay < 0.0f)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: weight_decay %g, expected finite and >= 0", k, c->weight_decay);
+  if (c->state_dtype != FG_F32 && c->state_dtype != FG_BF16)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: state_dtype %s, expected f32 or bf16", k, fg_dtype_name(c->state_dtype));
+  return ops->check ? ops->check(c) : FG_OK;
 }
 
 fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **out) {
@@ -102,11 +82,8 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
     free(o);
     return s;
   }
-  if (c->kind == FG_OPTIM_APOLLO || c->kind == FG_OPTIM_APOLLO_MINI) s = fg_apollo_create(o);
-  if (c->kind == FG_OPTIM_MUON) {
-    const fg_optim_config f = fg_muon_fallback_config(c);
-    s = fg_optim_create(dev, &f, &o->fallback);
-  }
+  const fg_optim_kind_ops *ops = fg_optim_kind_ops_of(c->kind);
+  if (ops->create) s = ops->create(o);
   if (s) {
     fg_device_free(dev, o->norm);
     free(o);
@@ -218,13 +195,13 @@ static fg_status fg_state_alloc(fg_device *dev, fg_dtype d, size_t n, void **out
 
 fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   if (!o || !t) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_add: NULL argument");
-  if (o->apollo) return fg_apollo_add(o, t, name, false);
-  if (o->c.kind == FG_OPTIM_MUON) {
+  const fg_optim_kind_ops *ops = fg_optim_kind_ops_of(o->c.kind);
+  if (ops->add) {
     bool done;
-    const fg_status r = fg_muon_route(o, t, name, false, &done);
+    const fg_status r = ops->add(o, t, name, false, &done);
     if (r || done) return r;
   }
-  const char *k = fg_optim_kind_name(o->c.kind);
+  const char *k = ops->d.name;
   char auto_name[32];
   if (!name) {
     snprintf(auto_name, sizeof auto_name, "param%zu", o->n);
@@ -249,11 +226,11 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
     s = fg_device_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
     if (s == FG_OK && n) s = fg_convert(o->dev, sl.master, FG_F32, t->data, t->dtype, n, NULL);
   }
-  const bool momentum = o->c.kind == FG_OPTIM_SGD && o->c.momentum != 0.0f;
-  if (s == FG_OK && (o->c.kind != FG_OPTIM_SGD || momentum)) s = fg_state_alloc(o->dev, o->c.state_dtype, n, &sl.m);
-  /* Muon's v is not state: the f32 buffer its update U and then O are computed in. */
-  const fg_dtype vt = o->c.kind == FG_OPTIM_MUON ? FG_F32 : o->c.second_moment_dtype;
-  if (s == FG_OK && o->c.kind != FG_OPTIM_SGD) s = fg_state_alloc(o->dev, vt, n, &sl.v);
+  /* The kind's state buffers (at most two: m and v), those its config keeps. */
+  void **bufs[2] = {&sl.m, &sl.v};
+  for (size_t b = 0; b < ops->d.n_state && b < 2 && s == FG_OK; b++)
+    if (fg_optim_state_present(&o->c, &ops->d.state[b]))
+      s = fg_state_alloc(o->dev, fg_optim_state_dtype(&o->c, &ops->d.state[b]), n, bufs[b]);
   if (s == FG_OK) s = fg_optim_reserve(o, o->n + 1);
   if (s) {
     fg_device_free(o->dev, sl.master);
@@ -268,17 +245,12 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
 
 fg_status fg_optim_add_fallback(fg_optim *o, fg_tensor *t, const char *name) {
   if (!o || !t) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_add_fallback: NULL argument");
-  switch (o->c.kind) {
-    case FG_OPTIM_APOLLO:
-    case FG_OPTIM_APOLLO_MINI: return fg_apollo_add(o, t, name, true);
-    case FG_OPTIM_MUON: {
-      bool done;
-      return fg_muon_route(o, t, name, true, &done);
-    }
-    default:
-      return fg_fail(FG_ERR_INVALID_ARG, "%s: cannot route '%s' to a fallback (only muon and apollo have one)",
-                     fg_optim_kind_name(o->c.kind), name ? name : "(unnamed)");
-  }
+  const fg_optim_kind_ops *ops = fg_optim_kind_ops_of(o->c.kind);
+  if (!ops->d.has_fallback)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: cannot route '%s' to a fallback (only muon and apollo have one)",
+                   ops->d.name, name ? name : "(unnamed)");
+  bool done;
+  return ops->add(o, t, name, true, &done);
 }
 
 size_t fg_optim_count(const fg_optim *o) { return o ? o->n : 0; }

@@ -6,17 +6,14 @@
 #include <string.h>
 
 #include "training/optim_apollo_internal.h"
+#include "training/optim_kind.h"
 
+/* The header this optimizer writes (and a loaded frame must match): its descriptor's. */
 static void fg_apollo_header(const fg_optim *o, fg_oframe *f) {
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(o->c.kind);
   memset(f, 0, sizeof *f);
-  f->kind = FG_OFRAME_KIND_APOLLO;
-  f->apollo.rank = o->c.rank;
-  f->apollo.update_proj_gap = o->c.update_proj_gap;
-  memcpy(&f->apollo.scale_bits, &o->c.apollo_scale, 4);
-  f->apollo.scale_type = (uint8_t)o->c.scale_type;
-  f->apollo.correct_bias = o->c.correct_bias;
-  f->apollo.scale_front = o->c.scale_front;
-  f->apollo.disable_limiter = o->c.disable_norm_growth_limiter;
+  f->kind = k->d.frame_kind;
+  k->header(&o->c, f);
 }
 
 /* One record of slot sl (len values per moment). */

@@ -14,28 +14,7 @@
 #include "forgia/reduce.h"
 #include "forgia/rng.h"
 #include "training/optim_apollo_internal.h"
-
-/* f32(lr * sqrt(bc2) / bc1) with bias correction, else lr (t: the post-increment count). */
-/* The moment scalars both of APOLLO's moment updates use (f[0..3]): beta1, 1 - beta1,
- * beta2, 1 - beta2, the differences taken in f64 and rounded once, as Fucina does. */
-static void fg_apollo_moment_params(const fg_optim_config *c, fg_op_params *p) {
-  memset(p, 0, sizeof *p);
-  p->f[0] = c->beta1;
-  p->f[1] = (float)(1.0 - (double)c->beta1);
-  p->f[2] = c->beta2;
-  p->f[3] = (float)(1.0 - (double)c->beta2);
-}
-
-static float fg_apollo_step_size(const fg_optim_config *c, uint64_t t) {
-  if (!c->correct_bias) return c->lr;
-  const double bc1 = 1.0 - pow((double)c->beta1, (double)t);
-  const double bc2 = 1.0 - pow((double)c->beta2, (double)t);
-  return (float)((double)c->lr * sqrt(bc2) / bc1);
-}
-
-static float fg_apollo_decay_alpha(const fg_optim_config *c) {
-  return c->weight_decay > 0.0f ? (float)(-((double)c->lr * (double)c->weight_decay)) : 0.0f;
-}
+#include "training/optim_kind.h"
 
 static fg_status fg_apollo_main_step(fg_optim *o, size_t i, fg_stream *s) {
   const fg_optim_config *c = &o->c;
@@ -64,7 +43,7 @@ static fg_status fg_apollo_main_step(fg_optim *o, size_t i, fg_stream *s) {
   if (st) return st;
   const uint64_t t = sl->step + 1;
   fg_op_params p;
-  fg_apollo_moment_params(c, &p);
+  fg_apollo_pack_moment(c, t, 0.0f, &p);
   fg_op_args g;
   memset(&g, 0, sizeof g);
   g.n = m->len_c;
@@ -79,16 +58,13 @@ static fg_status fg_apollo_main_step(fg_optim *o, size_t i, fg_stream *s) {
   if (st == FG_OK)
     st = fg_apollo_build(o->dev, layout, rows, cols, sl->t->grad, m->scaling,
                          c->scale_front && scaled ? sqrt_scale : 1.0f, a->u, s);
-  memset(&p, 0, sizeof p);
+  fg_apollo_pack_apply(c, t, 0.0f, &p);
   if (!c->disable_norm_growth_limiter) {
     if (st == FG_OK) st = fg_reduce_array(o->dev, FG_REDUCE_SUMSQ, a->u, FG_F32, n, &a->scalars[0], s);
     if (st == FG_OK) st = fg_apollo_limit(o->dev, &a->scalars[0], m->prev_norm, &a->scalars[1], s);
     p.dscalar = &a->scalars[1];
   }
   if (st) return st;
-  p.f[0] = !c->scale_front && scaled ? sqrt_scale : 1.0f;
-  p.f[1] = fg_apollo_step_size(c, t);
-  p.f[2] = fg_apollo_decay_alpha(c);
   memset(&g, 0, sizeof g);
   g.n = n;
   g.ptr[0] = sl->master ? (void *)sl->master : sl->t->data;
@@ -127,10 +103,7 @@ static fg_status fg_apollo_fallback_launch(fg_optim *o, uint64_t t, bool master,
   }
   if (!k) return FG_OK;
   fg_op_params p;
-  fg_apollo_moment_params(c, &p);
-  p.f[4] = fg_apollo_step_size(c, t);
-  p.f[5] = c->eps;
-  p.f[6] = fg_apollo_decay_alpha(c);
+  fg_apollo_pack_fallback(c, t, 0.0f, &p);
   return fg_op_run(o->dev, master ? FG_OP_APOLLO_HF_ADAMW_MASTER : FG_OP_APOLLO_HF_ADAMW, &p, o->args, k, s);
 }
 

@@ -5,30 +5,8 @@
 #include <string.h>
 
 #include "forgia/muon.h"
+#include "training/optim_kind.h"
 #include "training/optim_muon.h"
-
-fg_optim_config fg_muon_fallback_config(const fg_optim_config *c) {
-  fg_optim_config f = fg_optim_defaults(FG_OPTIM_ADAMW);
-  f.lr = c->fallback.lr;
-  f.beta1 = c->fallback.beta1;
-  f.beta2 = c->fallback.beta2;
-  f.eps = c->fallback.eps;
-  f.weight_decay = c->fallback.weight_decay;
-  f.state_dtype = c->fallback.state_dtype;
-  f.second_moment_dtype = c->fallback.second_moment_dtype;
-  return f;
-}
-
-fg_status fg_muon_config_check(const fg_optim_config *c) {
-  if (c->ns_steps < 1) return fg_fail(FG_ERR_INVALID_ARG, "muon: ns_steps %u, expected >= 1", c->ns_steps);
-  if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
-    return fg_fail(FG_ERR_INVALID_ARG, "muon: momentum %g, expected in [0, 1)", c->momentum);
-  if (c->muon_scale != FG_MUON_SPECTRAL && c->muon_scale != FG_MUON_MATCH_RMS_ADAMW)
-    return fg_fail(FG_ERR_INVALID_ARG, "muon: scale %d, expected spectral (0) or match_rms_adamw (1)", (int)c->muon_scale);
-  const fg_optim_config f = fg_muon_fallback_config(c);
-  fg_status s = fg_optim_config_check(&f);
-  return s ? fg_fail_prefix(s, "muon fallback: ") : FG_OK;
-}
 
 /* rows = dim 0, cols = the product of the rest, as Fucina views every parameter. */
 static void fg_muon_dims(const fg_tensor *t, size_t *rows, size_t *cols) {
@@ -94,10 +72,7 @@ static fg_status fg_muon_apply(fg_optim *o, float lr_eff, bool master, fg_stream
   }
   if (!k) return FG_OK;
   fg_op_params p;
-  memset(&p, 0, sizeof p);
-  const fg_optim_config *c = &o->c;
-  p.f[0] = c->weight_decay != 0.0f ? (float)(1.0 - (double)c->lr * (double)c->weight_decay) : 1.0f;
-  p.f[1] = lr_eff;
+  fg_muon_pack_apply(&o->c, 0, lr_eff, &p);
   return fg_op_run(o->dev, master ? FG_OP_MUON_APPLY_MASTER : FG_OP_MUON_APPLY, &p, o->args, k, s);
 }
 
@@ -118,10 +93,7 @@ static fg_status fg_muon_own_step(fg_optim *o, fg_stream *s) {
   }
   if (!k) return FG_OK;
   fg_op_params p;
-  memset(&p, 0, sizeof p);
-  p.f[0] = o->c.momentum;
-  p.f[1] = 1.0f - o->c.momentum;
-  p.u[0] = o->c.nesterov ? 1u : 0u;
+  fg_muon_pack_momentum(&o->c, 0, 0.0f, &p);
   fg_status st = fg_op_run(o->dev, FG_OP_MUON_MOMENTUM, &p, o->args, k, s);
   for (size_t i = 0; i < o->n && st == FG_OK; i++) {
     fg_optim_slot *sl = &o->slots[i];

@@ -5,36 +5,16 @@
 #include <string.h>
 
 #include "forgia/optim_frame.h"
-#include "training/optim_apollo_internal.h"
-#include "training/optim_internal.h"
-
-static fg_oframe_kind fg_optim_frame_kind(fg_optim_kind k) {
-  if (k == FG_OPTIM_MUON) return FG_OFRAME_KIND_MUON;
-  return k == FG_OPTIM_ADAMW ? FG_OFRAME_KIND_ADAMW : k == FG_OPTIM_ADAM ? FG_OFRAME_KIND_ADAM : FG_OFRAME_KIND_SGD;
-}
+#include "training/optim_kind.h"
 
 static fg_oframe_dtype fg_optim_wire(fg_dtype d) { return d == FG_BF16 ? FG_OFRAME_DTYPE_BF16 : FG_OFRAME_DTYPE_F32; }
 
-static uint32_t fg_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
-/* The frame header this optimizer writes (and a loaded frame must match). */
+/* The frame header this optimizer writes (and a loaded frame must match): its descriptor's. */
 static void fg_optim_header(const fg_optim *o, fg_oframe *f) {
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(o->c.kind);
   memset(f, 0, sizeof *f);
-  f->kind = fg_optim_frame_kind(o->c.kind);
-  if (o->c.kind == FG_OPTIM_SGD) {
-    f->sgd.momentum_bits = fg_bits(o->c.momentum);
-    f->sgd.dampening_bits = fg_bits(o->c.dampening);
-    f->sgd.nesterov = o->c.nesterov;
-  }
-  if (o->c.kind == FG_OPTIM_MUON) {
-    f->muon.scale = (uint8_t)o->c.muon_scale;
-    f->muon.nesterov = o->c.nesterov;
-    f->muon.ns_steps = o->c.ns_steps;
-  }
+  f->kind = k->d.frame_kind;
+  if (k->header) k->header(&o->c, f);
 }
 
 void fg_optim_slot_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols) {
@@ -43,10 +23,11 @@ void fg_optim_slot_dims(const fg_tensor *t, uint64_t *rows, uint64_t *cols) {
   for (int i = 1; i < t->ndim; i++) *cols *= t->shape[i];
 }
 
-/* Buffer b of slot sl: its device memory and dtype, or NULL for SGD without momentum. */
+/* State buffer b of slot sl (the kind's state[b]): its device memory and dtype; NULL (and
+ * f32) for a buffer the config does not keep (SGD without momentum). */
 static void *fg_slot_buf(const fg_optim *o, const fg_optim_slot *sl, int b, fg_dtype *dt) {
-  *dt = b == 0 ? o->c.state_dtype : o->c.second_moment_dtype;
-  if (o->c.kind == FG_OPTIM_SGD && o->c.momentum == 0.0f) *dt = FG_F32;
+  const fg_optim_kind_desc *d = &fg_optim_kind_ops_of(o->c.kind)->d;
+  *dt = (size_t)b < d->n_state ? fg_optim_state_dtype(&o->c, &d->state[b]) : FG_F32;
   return b == 0 ? sl->m : sl->v;
 }
 
@@ -82,7 +63,8 @@ fg_status fg_optim_state_download(fg_device *dev, const void *src, fg_dtype dt, 
 }
 
 fg_status fg_optim_state_fill(fg_optim *o, fg_oframe *f) {
-  if (o->apollo) return fg_apollo_state_fill(o, f);
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(o->c.kind);
+  if (k->state_fill) return k->state_fill(o, f);
   fg_optim_header(o, f);
   f->n_slots = o->n;
   f->slots = calloc(o->n ? o->n : 1, sizeof *f->slots);
@@ -108,7 +90,7 @@ fg_status fg_optim_state_fill(fg_optim *o, fg_oframe *f) {
       s = fg_optim_state_download(o->dev, sl->master, FG_F32, (size_t)sl->t->numel, &r->master);
     }
   }
-  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) { /* Muon: its AdamW's whole frame follows */
+  if (s == FG_OK && o->fallback) { /* an embedded optimizer (Muon's AdamW): its whole frame follows */
     f->embedded = calloc(1, sizeof *f->embedded);
     s = f->embedded ? fg_optim_state_fill(o->fallback, f->embedded) : fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
   }
@@ -158,27 +140,30 @@ static fg_status fg_optim_state_map(fg_optim *o, const fg_oframe *f, size_t *map
 }
 
 fg_status fg_optim_state_check(fg_optim *o, const fg_oframe *f) {
-  if (o->apollo) return fg_apollo_state_check(o, f);
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(o->c.kind);
+  if (k->state_check) return k->state_check(o, f);
   size_t *map = calloc(o->n ? o->n : 1, sizeof *map);
   if (!map) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
   fg_status s = fg_optim_state_map(o, f, map);
   free(map);
-  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) { /* Muon is whole only with its fallback */
+  if (s == FG_OK && o->fallback) { /* Muon is whole only with its fallback */
     s = f->embedded ? fg_optim_state_check(o->fallback, f->embedded)
-                    : fg_fail(FG_ERR_FRAME_MISSING_ENTRY, "muon frame without its AdamW fallback frame");
-    if (s) s = fg_fail_prefix(s, "muon fallback: ");
+                    : fg_fail(FG_ERR_FRAME_MISSING_ENTRY, "%s frame without its AdamW fallback frame", k->d.name);
+    if (s) s = fg_fail_prefix(s, "%s fallback: ", k->d.name);
   }
   return s;
 }
 
 fg_status fg_optim_state_commit(fg_optim *o, const fg_oframe *f) {
-  if (o->apollo) return fg_apollo_state_commit(o, f);
+  const fg_optim_kind_ops *k = fg_optim_kind_ops_of(o->c.kind);
+  if (k->state_commit) return k->state_commit(o, f);
   size_t *map = calloc(o->n ? o->n : 1, sizeof *map);
   if (!map) return fg_fail(FG_ERR_NOMEM, "optimizer state: out of memory");
   fg_status s = fg_optim_state_map(o, f, map);
   /* Device copies of validated bytes cannot fail for a reason the frame caused; a device
    * failure here is reported as it is. */
   const int nb = fg_optim_frame_bufs_per_slot(f->kind);
+  const bool step = fg_optim_frame_describe(f->kind)->step; /* Muon's records carry no step */
   for (size_t i = 0; i < o->n && s == FG_OK; i++) {
     fg_optim_slot *sl = &o->slots[i];
     const fg_oframe_slot *r = &f->slots[map[i]];
@@ -192,10 +177,10 @@ fg_status fg_optim_state_commit(fg_optim *o, const fg_oframe *f) {
       s = r->has_master ? fg_device_copy(o->dev, sl->master, r->master, (size_t)sl->t->numel * 4, FG_COPY_H2D)
                         : fg_convert(o->dev, sl->master, FG_F32, sl->t->data, sl->t->dtype, (size_t)sl->t->numel, NULL);
     }
-    if (s == FG_OK && o->c.kind != FG_OPTIM_MUON) sl->step = r->step; /* Muon's records carry no step */
+    if (s == FG_OK && step) sl->step = r->step;
   }
   free(map);
-  if (s == FG_OK && o->c.kind == FG_OPTIM_MUON) s = fg_optim_state_commit(o->fallback, f->embedded);
+  if (s == FG_OK && o->fallback) s = fg_optim_state_commit(o->fallback, f->embedded);
   return s;
 }
 

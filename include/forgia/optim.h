@@ -40,6 +40,8 @@
 
 #include "forgia/api.h"
 #include "forgia/device.h"
+#include "forgia/ops.h"
+#include "forgia/optim_frame.h"
 #include "forgia/status.h"
 #include "forgia/tensor.h"
 
@@ -47,6 +49,7 @@
 extern "C" {
 #endif
 
+/* Fixed numbers (pinned by a test): a new kind takes the next number, none is renumbered. */
 typedef enum fg_optim_kind {
   FG_OPTIM_SGD = 0,
   FG_OPTIM_ADAM = 1,
@@ -68,8 +71,16 @@ typedef struct fg_optim_fallback_config {
   fg_dtype state_dtype, second_moment_dtype;
 } fg_optim_fallback_config;
 
-/* Fucina's config structs in one (f32 fields, as Fucina keeps them). Unused fields are
- * ignored by a kind. */
+/* Fucina's config structs in one (f32 fields, as Fucina keeps them). The hyperparameters
+ * that several kinds share come first; a kind's own fields sit in a union of per-kind
+ * structs, padded to a fixed FG_OPTIM_CONFIG_KIND_BYTES, so that adding an optimizer adds a
+ * struct to the union and never changes sizeof(fg_optim_config) (FG_OPTIM_CONFIG_SIZE,
+ * asserted below and pinned by a test): code built against one release keeps working with
+ * the next. Fields a kind does not read are ignored; only the kind's own struct of the union
+ * is meaningful (fg_optim_defaults zeroes the rest). fg_optim_kind_describe(kind)->fields
+ * lists the fields each kind reads. */
+#define FG_OPTIM_CONFIG_KIND_BYTES 128
+#define FG_OPTIM_CONFIG_SIZE 176
 typedef struct fg_optim_config {
   fg_optim_kind kind;
   float lr;
@@ -79,27 +90,102 @@ typedef struct fg_optim_config {
   float beta1, beta2, eps;    /* Adam, AdamW */
   fg_dtype state_dtype;       /* FG_F32 or FG_BF16: SGD's buffer, Adam's m, Muon's momentum */
   fg_dtype second_moment_dtype; /* FG_F32 or FG_BF16: Adam's v */
-  /* Muon (momentum and nesterov above; state_dtype is the momentum buffer's) */
-  uint32_t ns_steps;
-  fg_muon_scale muon_scale;
-  fg_optim_fallback_config fallback;
-  /* APOLLO and APOLLO-Mini (lr, betas, eps, weight_decay above; state always f32) */
-  uint64_t rank, update_proj_gap;
-  float apollo_scale;
-  fg_apollo_scale_type scale_type;
-  bool correct_bias, scale_front, disable_norm_growth_limiter;
-  uint64_t seed;
+  union {
+    struct { /* Muon (momentum and nesterov above; state_dtype is the momentum buffer's) */
+      uint32_t ns_steps;
+      fg_muon_scale muon_scale;
+      fg_optim_fallback_config fallback;
+    };
+    struct { /* APOLLO and APOLLO-Mini (lr, betas, eps, weight_decay above; state always f32) */
+      uint64_t rank, update_proj_gap;
+      float apollo_scale;
+      fg_apollo_scale_type scale_type;
+      bool correct_bias, scale_front, disable_norm_growth_limiter;
+      uint64_t seed;
+    };
+    uint8_t kind_reserved[FG_OPTIM_CONFIG_KIND_BYTES]; /* the union's fixed size */
+  };
 } fg_optim_config;
+
+#ifdef __cplusplus
+static_assert(sizeof(fg_optim_config) == FG_OPTIM_CONFIG_SIZE, "fg_optim_config changed size");
+#else
+_Static_assert(sizeof(fg_optim_config) == FG_OPTIM_CONFIG_SIZE, "fg_optim_config changed size");
+#endif
 
 /* Fucina's defaults: SGD lr 1e-3, no momentum, no decay; Adam lr 1e-3, betas 0.9/0.999,
  * eps 1e-8, no decay; AdamW the same with weight_decay 0.01; Muon lr 0.02, momentum 0.95,
  * nesterov, 5 steps, no decay, spectral, fallback AdamW lr 3e-4, betas 0.9/0.95, eps 1e-10,
  * no decay; APOLLO lr 0.01, betas 0.9/0.999, eps 1e-6, no decay, rank 128, gap 200, scale 1,
  * channel, bias correction and limiter on, seed 0; APOLLO-Mini the same with rank 1, tensor
- * scaling and scale 128; f32 state. */
+ * scaling and scale 128; f32 state. Every kind starts from lr 1e-3, betas 0.9/0.999, eps
+ * 1e-8 and f32 state, then takes its own defaults (fg_optim_kind_describe). */
 FG_API fg_optim_config fg_optim_defaults(fg_optim_kind kind);
 /* "sgd", "adam", "adamw", "muon", "apollo", "apollo-mini"; NULL for an unknown kind. */
 FG_API const char *fg_optim_kind_name(fg_optim_kind kind);
+
+/* ---- Descriptors: what each kind is, as data (training/optim_kind_<name>.c). The CLI's
+ * config reader, `forgia inspect` and the tests read these instead of lists of their own. */
+
+typedef enum fg_optim_field_type {
+  FG_OPTIM_FIELD_F32 = 0,   /* float */
+  FG_OPTIM_FIELD_BOOL = 1,  /* bool */
+  FG_OPTIM_FIELD_DTYPE = 2, /* fg_dtype: f32 or bf16 */
+  FG_OPTIM_FIELD_U32 = 3,   /* uint32_t */
+  FG_OPTIM_FIELD_U64 = 4,   /* uint64_t */
+  FG_OPTIM_FIELD_ENUM = 5,  /* a C enum (int-sized) with values 0..1 named by names[] */
+} fg_optim_field_type;
+
+/* One config field a kind reads. */
+typedef struct fg_optim_field {
+  const char *name;         /* its CONFIG.json key */
+  fg_optim_field_type type;
+  size_t offset;            /* in fg_optim_config (in fg_optim_fallback_config for fallback_fields) */
+  double def;               /* its default (a dtype or an enum: the value; a bool: 0 or 1) */
+  const char *names[2];     /* ENUM: the names of 0 and 1 */
+} fg_optim_field;
+
+/* One state buffer a parameter keeps (besides the f32 master of a 16-bit parameter). */
+typedef struct fg_optim_state_desc {
+  const char *name;         /* "m", "v", "momentum_buffer" ... */
+  size_t dtype_field;       /* offset of the fg_dtype in fg_optim_config that gives its dtype, or
+                               FG_OPTIM_STATE_F32: always f32 */
+  size_t present_field;     /* offset of a float in fg_optim_config: the buffer exists only when it
+                               is nonzero (SGD's momentum); FG_OPTIM_STATE_ALWAYS: always */
+  bool in_frame;            /* saved in the state frame (Muon's update buffer is not) */
+} fg_optim_state_desc;
+#define FG_OPTIM_STATE_F32 ((size_t)-1)
+#define FG_OPTIM_STATE_ALWAYS ((size_t)-1)
+
+/* The packing of one op-table op's parameter block (forgia/ops.h, elem/op_table.h) from a
+ * config: t is the step count after the step (1 on the first), x the op's per-launch scalar
+ * where it has one (Muon's apply: lr_eff), else unused. Every slot the op reads is written,
+ * the others zeroed; a device pointer (dscalar) is the caller's. */
+typedef struct fg_optim_op_pack {
+  const char *role;         /* "step", "momentum", "apply", "moment", "fallback" */
+  fg_op_kind op, op_master; /* for an f32 parameter / a 16-bit one stepped through its master
+                               (op_master == op when the op has no master form) */
+  void (*pack)(const fg_optim_config *c, uint64_t t, float x, fg_op_params *p);
+} fg_optim_op_pack;
+
+typedef struct fg_optim_kind_desc {
+  fg_optim_kind kind;
+  const char *name;                   /* fg_optim_kind_name */
+  const fg_optim_field *fields;       /* the fields it reads, with their defaults */
+  size_t n_fields;
+  const fg_optim_field *fallback_fields; /* the embedded AdamW's ("fallback" in CONFIG.json), or NULL */
+  size_t n_fallback_fields;
+  bool has_fallback;                  /* takes fg_optim_add_fallback ("fallback_params") */
+  const fg_optim_state_desc *state;   /* per parameter (main slots) */
+  size_t n_state;
+  const fg_optim_op_pack *packs;      /* the ops it launches */
+  size_t n_packs;
+  fg_oframe_kind frame_kind;          /* its state frame (fg_optim_frame_describe: magics, layout) */
+} fg_optim_kind_desc;
+
+/* The descriptor of kind, or NULL for an unknown kind. Kinds are numbered from 0 without
+ * gaps: describe(k) for k = 0, 1, ... until NULL lists them all. */
+FG_API const fg_optim_kind_desc *fg_optim_kind_describe(fg_optim_kind kind);
 
 typedef struct fg_optim fg_optim;
 

@@ -135,6 +135,50 @@ struct fg_oframe {
   fg_oframe_tensor *tensors;
 };
 
+/* How a frame kind is laid out on the wire: one row per kind (formats/optim_frame_kinds.c),
+ * read by the parser, the writer, the matcher, the optimizers (training/optim_kind_*.c) and
+ * `forgia inspect`, so that a new frame kind is a row, not a branch in each of them. */
+typedef enum fg_oframe_field_type {
+  FG_OFRAME_FIELD_BOOL = 0, /* u8, 0 or 1 */
+  FG_OFRAME_FIELD_ENUM = 1, /* u8, 0 or 1, naming names[0] or names[1] */
+  FG_OFRAME_FIELD_F32 = 2,  /* u32: the bits of an f32 */
+  FG_OFRAME_FIELD_U32 = 3,
+  FG_OFRAME_FIELD_U64 = 4,
+} fg_oframe_field_type;
+
+/* One header field, in wire order. */
+typedef struct fg_oframe_field {
+  const char *key;           /* inspect's name for it ("momentum", "disable_limiter") */
+  const char *label;         /* the name in error messages ("disable_norm_growth_limiter") */
+  fg_oframe_field_type type;
+  size_t offset;             /* of its uint8_t / uint32_t / uint64_t in fg_oframe */
+  const char *names[2];      /* ENUM: the names of 0 and 1 */
+  const char *text;          /* inspect's readable output: BOOL, the phrase when set
+                                (", nesterov"); ENUM, a suffix after the name (" scaling") */
+} fg_oframe_field;
+
+typedef struct fg_oframe_kind_desc {
+  fg_oframe_kind kind;
+  const char *name;          /* "adamw", "set", "tensors" (inspect's JSON) */
+  const char *title;         /* "AdamW", "optimizer set" (messages) */
+  const char *magics[6];     /* magics[v]: the magic of version v, NULL when v does not exist */
+  const char *magic_list;    /* the magics in messages: "FZA3/4/5" */
+  int n_bufs;                /* state buffers per slot (0: not an optimizer frame) */
+  const char *buf_names[2];  /* in messages: "m", "v", "buf", "momentum" */
+  bool step;                 /* main slots carry a step (Muon's do not) */
+  bool main_extras;          /* main slots carry seed and prev_norm (APOLLO) */
+  bool fallback_list;        /* a fallback slot list follows the main one (APOLLO; its slots
+                                carry steps and no extras) */
+  bool embedded_adamw;       /* the frame of an AdamW fallback follows (Muon) */
+  bool untagged;             /* buffers carry no dtype tag in any version (APOLLO: f32 only) */
+  const char *header_what;   /* the header in messages: "the SGD header (...)" */
+  size_t n_header;
+  const fg_oframe_field *header;
+} fg_oframe_kind_desc;
+
+/* The row of kind, or NULL for a value that is no frame kind. */
+FG_API const fg_oframe_kind_desc *fg_optim_frame_describe(fg_oframe_kind kind);
+
 /* Parses exactly one frame from data[0..len): bytes after it are FG_ERR_FRAME_TRAILING_BYTES.
  * Strict: every length is checked against the remaining input before anything is
  * allocated; names must be 1..65535 bytes of UTF-8 without NUL and unique within their

@@ -107,20 +107,31 @@ inline bool op_lists_equal(const std::vector<OpTensor> &a, const std::vector<OpT
   return true;
 }
 
-// The Fucina AdamW scalars (its src/optim.zig) for step t, prepared in f64 and rounded
-// once, as the optimizer layer will.
-inline fg_op_params adamw_params(double lr, double b1, double b2, double eps, double wd, uint64_t t) {
+// The parameter block of the op `role` of c's kind at step t (x: the op's own scalar, Muon's
+// lr_eff), packed by the kind's descriptor (forgia/optim.h) exactly as the optimizer packs it.
+inline fg_op_params optim_params(const fg_optim_config &c, const char *role, uint64_t t, float x = 0.0f) {
   fg_op_params p;
   std::memset(&p, 0, sizeof p);
-  const double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
-  p.f[0] = wd == 0.0 ? 1.0f : (float)(1.0 - lr * wd);
-  p.f[1] = (float)(1.0 - b1);
-  p.f[2] = (float)b2;
-  p.f[3] = (float)(1.0 - b2);
-  p.f[4] = (float)(lr / bc1);
-  p.f[5] = (float)std::sqrt(bc2);
-  p.f[6] = (float)eps;
+  const fg_optim_kind_desc *d = fg_optim_kind_describe(c.kind);
+  for (size_t i = 0; d && i < d->n_packs; i++)
+    if (std::strcmp(d->packs[i].role, role) == 0) {
+      d->packs[i].pack(&c, t, x, &p);
+      return p;
+    }
+  ADD_FAILURE() << "kind " << (int)c.kind << " has no op '" << role << "'";
   return p;
+}
+
+// A config of kind with the common hyperparameters set (Fucina keeps them in f32).
+inline fg_optim_config optim_config(fg_optim_kind kind, double lr, double b1, double b2, double eps, double wd) {
+  fg_optim_config c = fg_optim_defaults(kind);
+  c.lr = (float)lr, c.beta1 = (float)b1, c.beta2 = (float)b2, c.eps = (float)eps, c.weight_decay = (float)wd;
+  return c;
+}
+
+// The Fucina AdamW scalars for step t, as the optimizer layer prepares them.
+inline fg_op_params adamw_params(double lr, double b1, double b2, double eps, double wd, uint64_t t) {
+  return optim_params(optim_config(FG_OPTIM_ADAMW, lr, b1, b2, eps, wd), "step", t);
 }
 
 // A case for each op of the table, with the given float dtype for the float streams.
@@ -174,22 +185,22 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
     return m;
   };
   c = mk(FG_OP_ADAM, 4);
-  c.p = adamw_params(1e-2, 0.8, 0.99, 1e-6, 0.0, 3);
-  c.p.f[7] = 0.05f;
+  c.p = optim_params(optim_config(FG_OPTIM_ADAM, 1e-2, 0.8, 0.99, 1e-6, 0.05), "step", 3);
   c.dt[1] = FG_F32;
   v.push_back(c);
   v.push_back(master(FG_OP_ADAMW_MASTER, adamw_params(1e-3, 0.9, 0.999, 1e-8, 0.01, 1)));
   v.push_back(master(FG_OP_ADAM_MASTER, c.p));
-  fg_op_params sp;
-  std::memset(&sp, 0, sizeof sp);
-  sp.f[0] = 0.1f, sp.f[1] = 0.05f, sp.f[2] = 0.9f, sp.f[3] = 0.75f;
+  fg_optim_config oc = optim_config(FG_OPTIM_SGD, 0.1, 0.9, 0.999, 1e-8, 0.05);
+  oc.momentum = 0.9f, oc.dampening = 0.25f;
+  fg_op_params sp = optim_params(oc, "step", 2);
   c = mk(FG_OP_SGD, 2);
   c.p = sp;
   c.dt[1] = FG_F32;
   v.push_back(c);
   v.push_back(master(FG_OP_SGD_MASTER, sp));
-  for (uint64_t flags : {0u, 1u, 2u, 3u}) {
-    sp.u[0] = flags;  // nesterov, first step
+  for (unsigned flags : {0u, 1u, 2u, 3u}) {  // nesterov, first step
+    oc.nesterov = (flags & 1u) != 0;
+    sp = optim_params(oc, "momentum step", (flags & 2u) ? 1 : 2);
     c = mk(FG_OP_SGD_MOMENTUM, 3);
     c.p = sp;
     c.dt[1] = FG_F32;
@@ -200,8 +211,10 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
   v.push_back(mk(FG_OP_RELU_BACKWARD, 2));
   for (float beta : {0.95f, 0.3f}) {  // Muon (elem/op_muon.h): both lerp forms, nesterov or not
     for (uint64_t nesterov : {0u, 1u}) {
+      fg_optim_config mc = fg_optim_defaults(FG_OPTIM_MUON);
+      mc.momentum = beta, mc.nesterov = nesterov != 0;
       c = mk(FG_OP_MUON_MOMENTUM, 3);
-      c.p.f[0] = beta, c.p.f[1] = 1.0f - beta, c.p.u[0] = nesterov;
+      c.p = optim_params(mc, "momentum", 1);
       c.dt[0] = c.dt[1] = FG_F32;
       v.push_back(c);
     }
@@ -214,20 +227,22 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
   c.p.u[0] = 5;
   c.dt[0] = FG_F32;
   v.push_back(c);
-  std::memset(&sp, 0, sizeof sp);
-  sp.f[0] = 0.999f, sp.f[1] = 0.0346f;
+  fg_optim_config mc = fg_optim_defaults(FG_OPTIM_MUON);
+  mc.weight_decay = 0.05f;  // keep = f32(1 - 0.02 * 0.05)
+  sp = optim_params(mc, "apply", 1, 0.0346f);
   c = mk(FG_OP_MUON_APPLY, 2);
   c.p = sp;
   c.dt[1] = FG_F32;
   v.push_back(c);
   v.push_back(master(FG_OP_MUON_APPLY_MASTER, sp));
-  std::memset(&sp, 0, sizeof sp);  // APOLLO (elem/op_apollo.h): moments, apply, HF AdamW
-  sp.f[0] = 0.9f, sp.f[1] = 0.1f, sp.f[2] = 0.999f, sp.f[3] = 0.001f, sp.f[4] = 2.5e-3f, sp.f[5] = 1e-6f;
-  sp.f[6] = -1e-3f;
+  // APOLLO-Mini (elem/op_apollo.h): moments, apply (sqrt(128) after the limiter), HF AdamW
+  fg_optim_config ac = fg_optim_defaults(FG_OPTIM_APOLLO_MINI);
+  ac.weight_decay = 0.1f;  // decay alpha = f32(-(0.01 * 0.1))
   c = mk(FG_OP_APOLLO_MOMENT, 3);
-  c.p = sp;
+  c.p = optim_params(ac, "moment", 3);
   c.dt[0] = c.dt[1] = c.dt[2] = FG_F32;
   v.push_back(c);
+  sp = optim_params(ac, "fallback", 3);
   c = mk(FG_OP_APOLLO_HF_ADAMW, 4);
   c.p = sp;
   c.dt[1] = c.dt[2] = c.dt[3] = FG_F32;
@@ -235,7 +250,8 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
   c = master(FG_OP_APOLLO_HF_ADAMW_MASTER, sp);
   c.dt[2] = c.dt[3] = FG_F32;
   v.push_back(c);
-  sp.f[0] = 11.3137085f, sp.f[1] = 0.0125f, sp.f[2] = -5e-4f;
+  ac.weight_decay = 0.05f;
+  sp = optim_params(ac, "apply", 3);
   c = mk(FG_OP_APOLLO_APPLY, 2);
   c.p = sp;
   c.dt[1] = FG_F32;

@@ -65,9 +65,9 @@ inline std::vector<OptimCase> optim_cases(const char *golden = "torch_optim.txt"
           while (std::getline(sk, x, ',')) oc.skip.push_back(std::stoi(x));
         }
         if (k == "p16") oc.p16 = v == "bfloat16" ? FG_BF16 : v == "float16" ? FG_F16 : FG_F32;
-        if (k == "state" && v == "bf16") {  // Fucina: SGD's buffer, or both of Adam's moments
+        if (k == "state" && v == "bf16") {  // Fucina: every state buffer (SGD's one, Adam's two)
           oc.c.state_dtype = FG_BF16;
-          if (oc.c.kind != FG_OPTIM_SGD) oc.c.second_moment_dtype = FG_BF16;
+          if (fg_optim_kind_describe(oc.c.kind)->n_state > 1) oc.c.second_moment_dtype = FG_BF16;
         }
       });
       out.push_back(oc);
