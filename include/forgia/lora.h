@@ -106,8 +106,9 @@ FG_API fg_status fg_lora_registry_entries(fg_lora *l, const char *prefix, char n
 
 /* The targets of a transformer block, in the seed's order and checkpoint names. */
 typedef enum fg_lora_target {
-  FG_LORA_Q = 0, FG_LORA_K, FG_LORA_V, FG_LORA_O, FG_LORA_GATE, FG_LORA_UP, FG_LORA_DOWN,
-  FG_LORA_TARGET_COUNT
+  FG_LORA_Q = 0, FG_LORA_K = 1, FG_LORA_V = 2, FG_LORA_O = 3,
+  FG_LORA_GATE = 4, FG_LORA_UP = 5, FG_LORA_DOWN = 6,
+  FG_LORA_TARGET_COUNT = 7
 } fg_lora_target;
 /* "q" "k" "v" "o" "gate" "up" "down"; NULL for an unknown target. */
 FG_API const char *fg_lora_target_name(fg_lora_target t);
