@@ -57,8 +57,8 @@ static void bench_device(const fg_bench *b, const char *spec, size_t max_side) {
     size_t es = sh->t == FG_F32 ? 4 : 2, na = sh->m * sh->k, nb = sh->k * sh->n, nc = sh->m * sh->n;
     float *host = malloc((na > nb ? na : nb) * 4);
     void *a, *bb, *c, *conv = NULL;
-    if (!host || fg_device_alloc(dev, na * es, &a) || fg_device_alloc(dev, nb * es, &bb) ||
-        fg_device_alloc(dev, nc * 4, &c) || fg_device_alloc(dev, (na > nb ? na : nb) * 4, &conv)) {
+    if (!host || fg_device_mem_alloc(dev, na * es, &a) || fg_device_mem_alloc(dev, nb * es, &bb) ||
+        fg_device_mem_alloc(dev, nc * 4, &c) || fg_device_mem_alloc(dev, (na > nb ? na : nb) * 4, &conv)) {
       fprintf(stderr, "%s: %s\n", spec, fg_last_error());
       exit(1);
     }
@@ -78,10 +78,10 @@ static void bench_device(const fg_bench *b, const char *spec, size_t max_side) {
     fg_bench_report(b, fig, fast, "GFLOP/s", cuda ? "cublas" : "cblas", fast);
     snprintf(fig, sizeof fig, "%s_exact_%s", cuda ? "cuda" : "cpu", sh->name);
     fg_bench_report(b, fig, exact, "GFLOP/s", cuda ? "cublas" : "cblas", fast);
-    fg_device_free(dev, a);
-    fg_device_free(dev, bb);
-    fg_device_free(dev, c);
-    fg_device_free(dev, conv);
+    fg_device_mem_free(dev, a);
+    fg_device_mem_free(dev, bb);
+    fg_device_mem_free(dev, c);
+    fg_device_mem_free(dev, conv);
     free(host);
   }
   fg_device_close(dev);

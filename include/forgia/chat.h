@@ -89,7 +89,7 @@ FG_API fg_status fg_chat_template_from_gguf(const fg_gguf_file *f, const char *n
  * (fg_chat_free). */
 FG_API fg_status fg_chat_template_from_hf_dir(const char *dir, const char *name, char **out, size_t *len);
 /* PATH a GGUF file (metadata only) or a Hugging Face directory; *out malloc'd. */
-FG_API fg_status fg_chat_template_open(const char *path, const char *name, char **out, size_t *len);
+FG_API fg_status fg_chat_template_from_path(const char *path, const char *name, char **out, size_t *len);
 
 #ifdef __cplusplus
 }
