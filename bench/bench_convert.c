@@ -34,7 +34,7 @@ static int bench_device(const fg_bench *b, const char *spec) {
   if (fg_device_open(spec, &dev) != FG_OK) return 0;
   size_t n = b->size / 4;
   void *src, *dst, *dst2;
-  if (fg_device_alloc(dev, n * 4, &src) || fg_device_alloc(dev, n * 4, &dst) || fg_device_alloc(dev, n * 4, &dst2)) {
+  if (fg_device_mem_alloc(dev, n * 4, &src) || fg_device_mem_alloc(dev, n * 4, &dst) || fg_device_mem_alloc(dev, n * 4, &dst2)) {
     fprintf(stderr, "%s: %s\n", spec, fg_last_error());
     return 1;
   }
@@ -54,9 +54,9 @@ static int bench_device(const fg_bench *b, const char *spec) {
     snprintf(fig, sizeof fig, "%s_f32_to_%s_input", spec, fg_dtype_name(types[i]));
     fg_bench_report(b, fig, (double)(n * 4) / t / 1e9, "GB/s", limit_name, limit);
   }
-  fg_device_free(dev, src);
-  fg_device_free(dev, dst);
-  fg_device_free(dev, dst2);
+  fg_device_mem_free(dev, src);
+  fg_device_mem_free(dev, dst);
+  fg_device_mem_free(dev, dst2);
   fg_device_close(dev);
   return 0;
 }

@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
   const double npn = python ? (procs == 1 ? np1 : run_peer(python, n, b.reps, procs)) : 0.0;
   if (np1 > 0) fg_bench_report(&b, "host_gauss_fast_1thread", host_vps, "values/s", "numpy_standard_normal_f32_x1_procs", np1);
   fill_ctx f = {.dev = dev, .r = r, .n = n};
-  if (fg_stream_create(dev, &f.s) || fg_device_alloc(dev, n * 4, &f.dst) || fg_device_memset(dev, f.dst, 0, n * 4))
+  if (fg_stream_create(dev, &f.s) || fg_device_mem_alloc(dev, n * 4, &f.dst) || fg_device_memset(dev, f.dst, 0, n * 4))
     die("alloc");
   const double vps = (double)n / fg_bench_time(&b, fill, &f);
   snprintf(fig, sizeof fig, "%s_gauss_fast", tag);
@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
     bench_size(&b, dev, tag, (size_t)64 << 20, "64M", traffic, limit, roof_name, roof);
   }
 
-  fg_device_free(dev, f.dst);
+  fg_device_mem_free(dev, f.dst);
   fg_stream_free(f.s);
   free(host);
   fg_device_close(dev);

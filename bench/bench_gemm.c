@@ -131,7 +131,7 @@ static void run_cublas(void *p) {
 
 static void *dev_alloc(fg_device *dev, size_t bytes) {
   void *p;
-  if (fg_device_alloc(dev, bytes, &p)) die("fg_device_alloc", fg_last_error());
+  if (fg_device_mem_alloc(dev, bytes, &p)) die("fg_device_mem_alloc", fg_last_error());
   return p;
 }
 
@@ -156,7 +156,7 @@ static gemm_ctx make_operands(fg_device *dev, const shape *sh, bool widen) {
     if (fg_convert(dev, g.a32, FG_F32, g.a, sh->t, na, NULL) || fg_convert(dev, g.b32, FG_F32, g.b, sh->t, nb, NULL))
       die("operands", fg_last_error());
   }
-  fg_device_free(dev, conv);
+  fg_device_mem_free(dev, conv);
   free(host);
   return g;
 }
@@ -209,7 +209,7 @@ static void bench_device(const fg_bench *b, const char *spec, size_t max_side) {
     fg_bench_report(b, fig, exact[i], "GFLOP/s", lim, limit[i]);
     void *bufs[] = {g[i].a, g[i].b, g[i].a32, g[i].b32, g[i].c};
     for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
-      if (bufs[j]) fg_device_free(dev, bufs[j]);
+      if (bufs[j]) fg_device_mem_free(dev, bufs[j]);
   }
   fg_device_close(dev);
 }

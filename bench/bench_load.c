@@ -235,7 +235,7 @@ static void codec_open(codec_set *cs, const char *path, fg_device *cpu, fg_load_
   fg_load_options o;
   fg_load_options_init(&o);
   o.flags = FG_LOAD_FLAG_COPY;
-  if (fg_load(path, cpu, &o, &cs->held)) die(path);
+  if (fg_model_create(path, cpu, &o, &cs->held)) die(path);
   size_t n = fg_model_count(cs->held);
   cs->jobs = calloc(n ? n : 1, sizeof *cs->jobs);
   if (!cs->jobs) die("out of memory");
@@ -314,7 +314,7 @@ static double load_pass(bcase *c, fg_device *dev, int threads, bool recycle) {
   c->prev = NULL;
   fg_model *m = NULL;
   double t0 = fg_clock_seconds();
-  if (fg_load(c->path, dev, &o, &m)) die(c->path);
+  if (fg_model_create(c->path, dev, &o, &m)) die(c->path);
   double t = fg_clock_seconds() - t0;
   const fg_load_stats *st = fg_model_stats(m);
   if (recycle && !st->recycled) fprintf(stderr, "bench_load: %s: the recycled memory was not taken\n", c->name);
@@ -440,7 +440,7 @@ typedef struct {
 static void run_gpu_load(void *p) {
   gpu_load_ctx *c = p;
   fg_model *m;
-  if (fg_load(c->path, c->dev, &c->o, &m) != FG_OK) die(c->path);
+  if (fg_model_create(c->path, c->dev, &c->o, &m) != FG_OK) die(c->path);
   c->bytes = fg_model_stats(m)->bytes_read;
   fg_model_free(m);
 }
@@ -450,12 +450,12 @@ static void bench_gpu(const fg_bench *b, const bcase *keep, const bcase *q4k) {
   if (fg_device_open("cuda:0", &dev) != FG_OK) return;
   h2d_ctx h = {dev, NULL, NULL, (size_t)256 << 20};
   double limit = 0;
-  if (fg_host_alloc_pinned(dev, h.n, -1, &h.h) == FG_OK && fg_device_alloc(dev, h.n, &h.d) == FG_OK) {
+  if (fg_device_pinned_alloc(dev, h.n, -1, &h.h) == FG_OK && fg_device_mem_alloc(dev, h.n, &h.d) == FG_OK) {
     memset(h.h, 1, h.n);
     limit = (double)h.n / fg_bench_time(b, run_h2d, &h) / 1e9;
   }
-  fg_device_free(dev, h.d);
-  fg_host_free_pinned(dev, h.h);
+  fg_device_mem_free(dev, h.d);
+  fg_device_pinned_free(dev, h.h);
   fg_load_ring *ring = NULL;
   if (fg_load_ring_create(dev, FG_LOAD_RING_DEFAULT_COUNT, FG_LOAD_RING_DEFAULT_BYTES, &ring) != FG_OK) die("ring");
   const bcase *cs[2] = {keep, q4k};

@@ -58,7 +58,7 @@ static void run(void *arg) {
 /* Four streams of n f32 on dev, filled with small values (finite updates throughout). */
 static float *streams_alloc(fg_device *dev, size_t n, float *host) {
   void *p;
-  if (fg_device_alloc(dev, 4 * n * sizeof(float), &p)) {
+  if (fg_device_mem_alloc(dev, 4 * n * sizeof(float), &p)) {
     fprintf(stderr, "bench_ops: %s\n", fg_last_error());
     exit(1);
   }
@@ -100,7 +100,7 @@ static void bench_device(const fg_bench *b, fg_device *dev, const char *tag, dou
     snprintf(fig, sizeof fig, "%s_adamw_%s_traffic", tag, names[s]);
     fg_bench_report(b, fig, gbs, "GB/s", limit_name, limit);
     if (s == 1 && peer.big16 > 0) fg_bench_report(b, fig, gbs, "GB/s", "torch_adamw_16M", peer.big16);
-    fg_device_free(dev, base);
+    fg_device_mem_free(dev, base);
   }
   const size_t n = (size_t)LIST_TENSORS * LIST_ELEMS;
   float *base = streams_alloc(dev, n, host);
@@ -113,7 +113,7 @@ static void bench_device(const fg_bench *b, fg_device *dev, const char *tag, dou
   fg_bench_report(b, fig, list_gbs, "GB/s", "same_op_16M_single_tensor", big16);
   if (peer.list > 0) fg_bench_report(b, fig, list_gbs, "GB/s", "torch_adamw_1000x4K", peer.list);
   free(list);
-  fg_device_free(dev, base);
+  fg_device_mem_free(dev, base);
 }
 
 int main(int argc, char **argv) {

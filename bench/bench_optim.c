@@ -154,14 +154,14 @@ static void bench_muon(const fg_bench *b, fg_device *dev, const char *tag, const
     const double step_s = time_steps(b, o);
     free_all(o, &t, 1);
     gemm_ctx g = {dev, r, NULL, NULL, NULL};
-    if (fg_device_alloc(dev, r * r * 4, (void **)&g.x) || fg_device_alloc(dev, r * r * 4, (void **)&g.a) ||
-        fg_device_alloc(dev, r * r * 4, (void **)&g.bb))
+    if (fg_device_mem_alloc(dev, r * r * 4, (void **)&g.x) || fg_device_mem_alloc(dev, r * r * 4, (void **)&g.a) ||
+        fg_device_mem_alloc(dev, r * r * 4, (void **)&g.bb))
       die("alloc");
     fg_device_copy(dev, g.x, host, r * r * 4, FG_COPY_H2D);
     const double gemm_s = fg_bench_time(b, ns_gemms, &g);
-    fg_device_free(dev, g.x);
-    fg_device_free(dev, g.a);
-    fg_device_free(dev, g.bb);
+    fg_device_mem_free(dev, g.x);
+    fg_device_mem_free(dev, g.a);
+    fg_device_mem_free(dev, g.bb);
     /* Reported as steps per second so that a ratio above 1 means faster than the limit. */
     snprintf(fig, sizeof fig, "%s_muon_%zux%zu_steps", tag, r, r);
     fg_bench_report(b, fig, 1.0 / step_s, "step/s", "its_15_fast_gemms_alone", 1.0 / gemm_s);

@@ -50,7 +50,7 @@ static double gbs(const fg_bench *b, red_ctx *c, double bytes) {
 static void bench_device(const fg_bench *b, fg_device *dev, fg_stream *s, const char *tag, double limit,
                          const char *limit_name, const float *host, size_t maxn) {
   void *x, *out;
-  if (fg_device_alloc(dev, maxn * sizeof(float), &x) || fg_device_alloc(dev, sizeof(double), &out)) die();
+  if (fg_device_mem_alloc(dev, maxn * sizeof(float), &x) || fg_device_mem_alloc(dev, sizeof(double), &out)) die();
   if (fg_device_copy(dev, x, host, maxn * sizeof(float), FG_COPY_H2D)) die();
   const void *xs[1] = {x};
   fg_dtype dts[1] = {FG_F32};
@@ -90,8 +90,8 @@ static void bench_device(const fg_bench *b, fg_device *dev, fg_stream *s, const 
     fg_bench_report(b, fig, gbs(b, &l, 4.0 * LIST_TENSORS * LIST_ELEMS), "GB/s", limit_name, limit);
     free(lx), free(ld), free(ln);
   }
-  fg_device_free(dev, x);
-  fg_device_free(dev, out);
+  fg_device_mem_free(dev, x);
+  fg_device_mem_free(dev, out);
 }
 
 int main(int argc, char **argv) {

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   fg_device *cpu;
   if (fg_device_open("cpu", &cpu)) die();
   void *buf;
-  if (fg_device_alloc(cpu, n * 4, &buf)) die();
+  if (fg_device_mem_alloc(cpu, n * 4, &buf)) die();
   memset(buf, 0, n * 4); /* fault the pages in before timing */
   const int all = b.threads > 0 ? b.threads : omp_get_max_threads();
   fill_ctx c = {cpu, NULL, r, buf, n};
@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
   omp_set_num_threads(all);
   const double memcpy_vals = fg_bench_memcpy_gbs(&bn, n * 4, all) * 1e9 / 4;
   fg_bench_report(&bn, "gauss_fast_cpu_all_threads", per_second(&bn, &c), "values/s", "memcpy_f32_writes", memcpy_vals);
-  fg_device_free(cpu, buf);
+  fg_device_mem_free(cpu, buf);
   fg_device_close(cpu);
 
   for (int d = 0; d < fg_cuda_device_count(); d++) {
@@ -109,8 +109,8 @@ int main(int argc, char **argv) {
     fg_device *g;
     fg_stream *s;
     void *x, *y;
-    if (fg_device_open(spec, &g) || fg_stream_create(g, &s) || fg_device_alloc(g, n * 4, &x) ||
-        fg_device_alloc(g, n * 4, &y))
+    if (fg_device_open(spec, &g) || fg_stream_create(g, &s) || fg_device_mem_alloc(g, n * 4, &x) ||
+        fg_device_mem_alloc(g, n * 4, &y))
       die();
     fill_ctx gc = {g, s, r, x, n};
     /* a D2D copy moves 4 bytes of f32 in and out per value; the fill only writes them */
@@ -128,8 +128,8 @@ int main(int argc, char **argv) {
     fg_bench_report(&b, fig, per_second(&b, &gc), "values/s", "d2d_copy_f32", (double)n / (best / 1e3));
     fg_event_free(e0);
     fg_event_free(e1);
-    fg_device_free(g, x);
-    fg_device_free(g, y);
+    fg_device_mem_free(g, x);
+    fg_device_mem_free(g, y);
     fg_stream_free(s);
     fg_device_close(g);
   }

@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     char fig[64];
     snprintf(fig, sizeof fig, "encode_%s_MBps", names[k]);
     fg_bench_report(&b, fig, mb / s, "MB/s", "hf_tokenizers_MBps", peer > 0 ? mb / peer : 0);
-    fg_tokenizer_free(t);
+    fg_tokenizer_close(t);
   }
   free(json);
   free(c.texts);

@@ -95,7 +95,7 @@ double fg_bench_memcpy_gbs(const fg_bench *b, size_t bytes, int threads) {
 double fg_bench_d2d_traffic_gbs(fg_device *dev, size_t bytes) {
   void *dx = NULL, *dy = NULL;
   double gbs = 0.0;
-  if (fg_device_alloc(dev, bytes, &dx) == FG_OK && fg_device_alloc(dev, bytes, &dy) == FG_OK) {
+  if (fg_device_mem_alloc(dev, bytes, &dx) == FG_OK && fg_device_mem_alloc(dev, bytes, &dy) == FG_OK) {
     fg_device_copy(dev, dy, dx, bytes, FG_COPY_D2D); /* warm-up */
     fg_device_sync(dev);
     const double t0 = fg_clock_seconds();
@@ -103,7 +103,7 @@ double fg_bench_d2d_traffic_gbs(fg_device *dev, size_t bytes) {
     fg_device_sync(dev);
     gbs = 2.0 * 10.0 * (double)bytes / (fg_clock_seconds() - t0) / 1e9;
   }
-  fg_device_free(dev, dx);
-  fg_device_free(dev, dy);
+  fg_device_mem_free(dev, dx);
+  fg_device_mem_free(dev, dy);
   return gbs;
 }

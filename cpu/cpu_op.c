@@ -107,7 +107,7 @@ static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, u
 }
 
 
-#define FG_CPU_OP_SPAN_(E, name, W, ns, rm, wm, dts)                                   \
+#define FG_CPU_OP_SPAN_(E, id, name, W, ns, rm, wm, dts)                                              \
   FG_CPU_CLONES static void fg_cpu_span_##name(const fg_op_params *P, const fg_op_args *a, size_t lo, \
                                                size_t hi) {                                        \
     fg_cpu_span(fg_op_##name, W, ns, rm, wm, P, a, lo, hi);                                        \
@@ -115,8 +115,8 @@ static FG_ALWAYS_INLINE void fg_cpu_span(fg_op_fn fn, unsigned W, unsigned ns, u
 FG_OP_TABLE(FG_CPU_OP_SPAN_)
 #undef FG_CPU_OP_SPAN_
 
-static const fg_cpu_span_fn fg_cpu_spans[] = {
-#define FG_CPU_OP_PTR_(E, name, W, ns, rm, wm, dts) fg_cpu_span_##name,
+static const fg_cpu_span_fn fg_cpu_spans[FG_OP_KIND_COUNT] = {
+#define FG_CPU_OP_PTR_(E, id, name, W, ns, rm, wm, dts) [id] = fg_cpu_span_##name,
     FG_OP_TABLE(FG_CPU_OP_PTR_)
 #undef FG_CPU_OP_PTR_
 };

@@ -76,9 +76,9 @@ static fg_status nccl_allreduce(fg_comm *c, const float *parts, size_t nparts, s
     return fg_fail(FG_ERR_OVERFLOW, "fg_comm_allreduce_sum_f32: %zu rows of scratch overflow", rows);
   if (need > m->scratch_floats) {
     float *grown = NULL;
-    st = fg_device_alloc(m->dev, need * sizeof(float), (void **)&grown);
+    st = fg_device_mem_alloc(m->dev, need * sizeof(float), (void **)&grown);
     if (st) return st;
-    fg_device_free(m->dev, m->scratch);
+    fg_device_mem_free(m->dev, m->scratch);
     m->scratch = grown;
     m->scratch_floats = need;
   }
@@ -124,7 +124,7 @@ static fg_status nccl_barrier(fg_comm *c) {
 
 static void nccl_release(nccl_impl *m) {
   if (m->comm) ncclCommDestroy(m->comm);
-  if (m->scratch) fg_device_free(m->dev, m->scratch);
+  if (m->scratch) fg_device_mem_free(m->dev, m->scratch);
   fg_comm_close(m->mpi);
   free(m);
 }

@@ -136,12 +136,12 @@ fg_status fg_device_query(const fg_device *dev, fg_device_info *out) {
 fg_device_kind fg_device_kind_of(const fg_device *dev) { return dev->kind; }
 const char *fg_device_spec(const fg_device *dev) { return dev->spec; }
 
-fg_status fg_device_alloc(fg_device *dev, size_t bytes, void **out) {
-  if (!dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_device_alloc: NULL argument");
+fg_status fg_device_mem_alloc(fg_device *dev, size_t bytes, void **out) {
+  if (!dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_device_mem_alloc: NULL argument");
   return dev->be->alloc(dev, bytes, out);
 }
 
-void fg_device_free(fg_device *dev, void *ptr) {
+void fg_device_mem_free(fg_device *dev, void *ptr) {
   if (dev && ptr) dev->be->free(dev, ptr);
 }
 
@@ -176,8 +176,8 @@ fg_status fg_device_sync(fg_device *dev) {
   return dev->be->sync(dev);
 }
 
-fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void **out) {
-  if (!dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_host_alloc_pinned: NULL argument");
+fg_status fg_device_pinned_alloc(fg_device *dev, size_t bytes, int numa_node, void **out) {
+  if (!dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_device_pinned_alloc: NULL argument");
   void *p;
   fg_status s = fg_hostmem_alloc(bytes, numa_node, &p);
   if (s) return s;
@@ -192,7 +192,7 @@ fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void
   return FG_OK;
 }
 
-void fg_host_free_pinned(fg_device *dev, void *ptr) {
+void fg_device_pinned_free(fg_device *dev, void *ptr) {
   if (!dev || !ptr) return;
   if (dev->be->host_unregister) dev->be->host_unregister(dev, ptr);
   fg_hostmem_free(ptr);

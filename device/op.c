@@ -13,9 +13,17 @@ typedef struct fg_op_info {
   unsigned dt[FG_OP_MAX_STREAMS];
 } fg_op_info;
 
-static const fg_op_info fg_op_infos[] = {
-#define FG_OP_INFO_(E, name, W, ns, rm, wm, dts)                                                          \
-  {#name, W, ns, rm, wm,                                                                                  \
+/* The table's numbers are in range here and unique below (fg_op_name: a repeated number is a
+ * duplicate case label), so, there being FG_OP_KIND_COUNT rows, they are 0..COUNT-1 and index
+ * fg_op_infos and the backends' tables densely, whatever the rows' order. */
+#define FG_OP_IN_RANGE_(E, id, name, W, ns, rm, wm, dts) \
+  _Static_assert((id) >= 0 && (id) < FG_OP_KIND_COUNT, "op " #name ": number outside 0..FG_OP_KIND_COUNT-1");
+FG_OP_TABLE(FG_OP_IN_RANGE_)
+#undef FG_OP_IN_RANGE_
+
+static const fg_op_info fg_op_infos[FG_OP_KIND_COUNT] = {
+#define FG_OP_INFO_(E, id, name, W, ns, rm, wm, dts)                                                      \
+  [id] = {#name, W, ns, rm, wm,                                                                           \
    {FG_OP_DT_OF(dts, 0), FG_OP_DT_OF(dts, 1), FG_OP_DT_OF(dts, 2), FG_OP_DT_OF(dts, 3), FG_OP_DT_OF(dts, 4), \
     FG_OP_DT_OF(dts, 5)}},
     FG_OP_TABLE(FG_OP_INFO_)
@@ -23,7 +31,13 @@ static const fg_op_info fg_op_infos[] = {
 };
 
 const char *fg_op_name(fg_op_kind op) {
-  return (unsigned)op < FG_OP_KIND_COUNT ? fg_op_infos[op].name : NULL;
+  switch (op) {
+#define FG_OP_NAME_(E, id, name, W, ns, rm, wm, dts) \
+  case FG_OP_##E: return #name;
+    FG_OP_TABLE(FG_OP_NAME_)
+#undef FG_OP_NAME_
+    default: return NULL;
+  }
 }
 
 static bool fg_op_dtype_ok(unsigned set, fg_dtype d) {

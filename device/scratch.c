@@ -50,9 +50,9 @@ fg_status fg_stream_stage(fg_stream *s, size_t bytes, void **out) {
   if (bytes > s->stage_bytes[b]) {
     const size_t want = fg_grow(s->stage_bytes[b], bytes);
     void *p;
-    fg_status st = fg_host_alloc_pinned(dev, want, -1, &p);
+    fg_status st = fg_device_pinned_alloc(dev, want, -1, &p);
     if (st) return st;
-    fg_host_free_pinned(dev, s->stage[b]);
+    fg_device_pinned_free(dev, s->stage[b]);
     s->stage[b] = p;
     s->stage_bytes[b] = want;
   }
@@ -88,7 +88,7 @@ void fg_stream_scratch_release(fg_stream *s) {
   s->scratch = NULL;
   s->scratch_bytes = 0;
   for (int b = 0; b < 2; b++) {
-    fg_host_free_pinned(dev, s->stage[b]);
+    fg_device_pinned_free(dev, s->stage[b]);
     if (s->stage_event[b]) dev->be->event_destroy(dev, s->stage_event[b]);
     s->stage[b] = s->stage_event[b] = NULL;
     s->stage_bytes[b] = 0;

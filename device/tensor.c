@@ -50,11 +50,11 @@ fg_status fg_tensor_create(fg_device *dev, const char *name, fg_dtype dtype, int
   fg_status s = fg_tensor_new(dev, name, dtype, ndim, shape, &t);
   if (s) return s;
   if (t->nbytes) {
-    s = fg_device_alloc(dev, t->nbytes, &t->data);
+    s = fg_device_mem_alloc(dev, t->nbytes, &t->data);
     if (s == FG_OK) s = fg_device_memset(dev, t->data, 0, t->nbytes);
     if (s) {
       *out = NULL;
-      fg_device_free(dev, t->data);
+      fg_device_mem_free(dev, t->data);
       free(t->name);
       free(t);
       return fg_fail_prefix(s, "tensor '%s': ", name ? name : "");
@@ -84,8 +84,8 @@ fg_status fg_tensor_wrap(fg_device *dev, const char *name, fg_dtype dtype, int n
 
 void fg_tensor_free(fg_tensor *t) {
   if (!t) return;
-  if (t->owns_data) fg_device_free(t->dev, t->data);
-  fg_device_free(t->dev, t->grad);
+  if (t->owns_data) fg_device_mem_free(t->dev, t->data);
+  fg_device_mem_free(t->dev, t->grad);
   if (t->keep_release) t->keep_release(t->keep);
   free(t->name);
   free(t);
@@ -126,10 +126,10 @@ fg_status fg_tensor_grad_alloc(fg_tensor *t) {
                    (unsigned long long)t->numel);
   const size_t bytes = (size_t)t->numel * sizeof(float);
   void *g = NULL;
-  fg_status s = fg_device_alloc(t->dev, bytes, &g);
+  fg_status s = fg_device_mem_alloc(t->dev, bytes, &g);
   if (s == FG_OK) s = fg_device_memset(t->dev, g, 0, bytes);
   if (s) {
-    fg_device_free(t->dev, g);
+    fg_device_mem_free(t->dev, g);
     return fg_fail_prefix(s, "tensor '%s' gradient: ", t->name);
   }
   t->grad = g;

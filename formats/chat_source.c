@@ -117,8 +117,8 @@ done:
   return s;
 }
 
-fg_status fg_chat_template_open(const char *path, const char *name, char **out, size_t *len) {
-  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_chat_template_open: NULL argument");
+fg_status fg_chat_template_from_path(const char *path, const char *name, char **out, size_t *len) {
+  if (!path || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_chat_template_from_path: NULL argument");
   struct stat st;
   if (stat(path, &st) != 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no such file or directory", path);
   if (S_ISDIR(st.st_mode)) return fg_chat_template_from_hf_dir(path, name, out, len);

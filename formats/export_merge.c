@@ -204,8 +204,8 @@ static fg_status scan(fg_export_merge *m) {
   return FG_OK;
 }
 
-fg_status fg_export_merge_open(const fg_ckpt *src, const fg_export_merge_options *o, fg_export_merge **out) {
-  if (!src || !o || !o->adapters || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_merge_open: NULL argument");
+fg_status fg_export_merge_create(const fg_ckpt *src, const fg_export_merge_options *o, fg_export_merge **out) {
+  if (!src || !o || !o->adapters || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_merge_create: NULL argument");
   *out = NULL;
   if (!fg_ckpt_gguf(src))
     return fg_fail(FG_ERR_UNSUPPORTED, "%s: adapters merge into a GGUF model; this is %s", fg_ckpt_path(src),

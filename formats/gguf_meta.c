@@ -26,7 +26,7 @@ fg_status fg_gguf_array_int(const fg_gguf_array *a, uint64_t j, int64_t *out) {
   const uint8_t *p = elem_at(a, j);
   if (fg_gguf_scalar_sign(a->elem_type, p) > 0)
     return fg_fail(FG_ERR_RANGE, "array element %" PRIu64 ": UINT64 value %" PRIu64 " does not fit int64 (read it with fg_gguf_array_uint)",
-                   j, fg_ld_le64(p));
+                   j, fg_bytes_ld_le64(p));
   *out = fg_gguf_scalar_int(a->elem_type, p);
   return FG_OK;
 }
@@ -72,7 +72,7 @@ fg_status fg_gguf_array_str(const fg_gguf_array *a, uint64_t j, fg_gguf_str *out
   if (a->elem_type != FG_GGUF_STRING || !a->str_offsets)
     return fg_fail(FG_ERR_TYPE, "array of %s read as strings", type_str(a->elem_type));
   const uint8_t *p = a->data + a->str_offsets[j];
-  out->len = fg_ld_le64(p);
+  out->len = fg_bytes_ld_le64(p);
   out->ptr = (const char *)(p + 8);
   return FG_OK;
 }
@@ -120,7 +120,7 @@ fg_status fg_gguf_kv_int(const fg_gguf_file *f, size_t i, int64_t *out) {
   if (!fg_gguf_type_is_int(kv->type)) return wrong_type(f, kv, "an integer");
   if (fg_gguf_scalar_sign(kv->type, kv->val) > 0)
     return fg_fail(FG_ERR_RANGE, "%s: key '%.*s': UINT64 value %" PRIu64 " does not fit int64 (read it with fg_gguf_kv_uint)",
-                   fg_gguf_path(f), (int)kv->key_len, kv->key, fg_ld_le64(kv->val));
+                   fg_gguf_path(f), (int)kv->key_len, kv->key, fg_bytes_ld_le64(kv->val));
   *out = fg_gguf_scalar_int(kv->type, kv->val);
   return FG_OK;
 }

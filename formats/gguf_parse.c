@@ -25,7 +25,7 @@ static fg_status need(const cursor *c, uint64_t n, const char *what) {
 static fg_status rd_u32(cursor *c, const char *what, uint32_t *v) {
   fg_status s = need(c, 4, what);
   if (s) return s;
-  *v = fg_ld_le32(c->base + c->pos);
+  *v = fg_bytes_ld_le32(c->base + c->pos);
   c->pos += 4;
   return FG_OK;
 }
@@ -33,7 +33,7 @@ static fg_status rd_u32(cursor *c, const char *what, uint32_t *v) {
 static fg_status rd_u64(cursor *c, const char *what, uint64_t *v) {
   fg_status s = need(c, 8, what);
   if (s) return s;
-  *v = fg_ld_le64(c->base + c->pos);
+  *v = fg_bytes_ld_le64(c->base + c->pos);
   c->pos += 8;
   return FG_OK;
 }
@@ -92,7 +92,7 @@ static fg_status parse_array(cursor *c, fg_gguf_kvrec *kv) {
     /* A vocabulary has 10^5 strings: the element's name is formatted only for a message
      * (rd_str's, on the same bytes), not for every string read. */
     if (remaining(c) >= 8) {
-      uint64_t n = fg_ld_le64(c->base + c->pos);
+      uint64_t n = fg_bytes_ld_le64(c->base + c->pos);
       if (n <= FG_GGUF_MAX_STRING && n <= remaining(c) - 8) {
         c->pos += 8 + n;
         continue;
@@ -148,7 +148,7 @@ static fg_status check_alignment(const cursor *c, const fg_gguf_kvrec *kv, uint3
   if (kv->type != FG_GGUF_UINT32)
     return fg_fail(FG_ERR_BAD_ALIGNMENT, "%s: general.alignment at offset %" PRIu64 " has wire type %s, expected UINT32",
                    c->path, at, fg_gguf_type_name((fg_gguf_type)kv->type));
-  uint32_t a = fg_ld_le32(kv->val);
+  uint32_t a = fg_bytes_ld_le32(kv->val);
   if (a == 0 || (a & (a - 1)) || a > FG_GGUF_MAX_ALIGNMENT)
     return fg_fail(FG_ERR_BAD_ALIGNMENT, "%s: general.alignment at offset %" PRIu64 " is %u, expected a power of two <= 2^20",
                    c->path, at, a);

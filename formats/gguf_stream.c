@@ -117,14 +117,14 @@ static fg_status pull(fg_gguf_stream *s, uint64_t n, const char *what, size_t *a
 static fg_status pull_u32(fg_gguf_stream *s, const char *what, uint32_t *v) {
   size_t at = 0;
   fg_status st = pull(s, 4, what, &at);
-  if (!st) *v = fg_ld_le32(s->hdr + at);
+  if (!st) *v = fg_bytes_ld_le32(s->hdr + at);
   return st;
 }
 
 static fg_status pull_u64(fg_gguf_stream *s, const char *what, uint64_t *v) {
   size_t at = 0;
   fg_status st = pull(s, 8, what, &at);
-  if (!st) *v = fg_ld_le64(s->hdr + at);
+  if (!st) *v = fg_bytes_ld_le64(s->hdr + at);
   return st;
 }
 

@@ -19,35 +19,35 @@ int64_t fg_gguf_scalar_int(uint32_t type, const uint8_t *p) {
   switch (type) {
     case FG_GGUF_UINT8: return p[0];
     case FG_GGUF_INT8: return (int8_t)p[0];
-    case FG_GGUF_UINT16: return fg_ld_le16(p);
-    case FG_GGUF_INT16: return (int16_t)fg_ld_le16(p);
-    case FG_GGUF_UINT32: return fg_ld_le32(p);
-    case FG_GGUF_INT32: return (int32_t)fg_ld_le32(p);
+    case FG_GGUF_UINT16: return fg_bytes_ld_le16(p);
+    case FG_GGUF_INT16: return (int16_t)fg_bytes_ld_le16(p);
+    case FG_GGUF_UINT32: return fg_bytes_ld_le32(p);
+    case FG_GGUF_INT32: return (int32_t)fg_bytes_ld_le32(p);
     /* a UINT64 >= 2^63 wraps: callers check fg_gguf_scalar_sign */
-    case FG_GGUF_UINT64: case FG_GGUF_INT64: return (int64_t)fg_ld_le64(p);
+    case FG_GGUF_UINT64: case FG_GGUF_INT64: return (int64_t)fg_bytes_ld_le64(p);
     default: return 0;
   }
 }
 
 uint64_t fg_gguf_scalar_u64(uint32_t type, const uint8_t *p) {
-  return type == FG_GGUF_UINT64 ? fg_ld_le64(p) : (uint64_t)fg_gguf_scalar_int(type, p);
+  return type == FG_GGUF_UINT64 ? fg_bytes_ld_le64(p) : (uint64_t)fg_gguf_scalar_int(type, p);
 }
 
 int fg_gguf_scalar_sign(uint32_t type, const uint8_t *p) {
-  if (type == FG_GGUF_UINT64) return (fg_ld_le64(p) >> 63) ? 1 : 0;
+  if (type == FG_GGUF_UINT64) return (fg_bytes_ld_le64(p) >> 63) ? 1 : 0;
   return fg_gguf_scalar_int(type, p) < 0 ? -1 : 0;
 }
 
 double fg_gguf_scalar_float(uint32_t type, const uint8_t *p) {
-  if (type == FG_GGUF_UINT64) return (double)fg_ld_le64(p);
+  if (type == FG_GGUF_UINT64) return (double)fg_bytes_ld_le64(p);
   if (fg_gguf_type_is_int(type)) return (double)fg_gguf_scalar_int(type, p);
   if (type == FG_GGUF_FLOAT32) {
-    uint32_t b = fg_ld_le32(p);
+    uint32_t b = fg_bytes_ld_le32(p);
     float v;
     memcpy(&v, &b, 4);
     return v;
   }
-  uint64_t b = fg_ld_le64(p);
+  uint64_t b = fg_bytes_ld_le64(p);
   double v;
   memcpy(&v, &b, 8);
   return v;

@@ -48,9 +48,9 @@ static int is_alignment_key(const char *key, uint64_t len) {
 /* Takes ownership of wire (a complete KV, key at wire + 8) whether it succeeds or not.
  * Validates general.alignment, then replaces the key in place or appends it. */
 static fg_status put_kv(fg_gguf_writer *w, uint8_t *wire, uint64_t wire_len) {
-  uint64_t key_len = fg_ld_le64(wire);
+  uint64_t key_len = fg_bytes_ld_le64(wire);
   const char *key = (const char *)wire + 8;
-  uint32_t type = fg_ld_le32(wire + 8 + key_len);
+  uint32_t type = fg_bytes_ld_le32(wire + 8 + key_len);
   uint32_t align = 0;
   if (is_alignment_key(key, key_len)) {
     if (type != FG_GGUF_UINT32) {
@@ -58,7 +58,7 @@ static fg_status put_kv(fg_gguf_writer *w, uint8_t *wire, uint64_t wire_len) {
       return fg_fail(FG_ERR_BAD_ALIGNMENT, "GGUF writer: general.alignment has wire type %s, expected UINT32",
                      fg_gguf_type_name((fg_gguf_type)type));
     }
-    align = fg_ld_le32(wire + 12 + key_len);
+    align = fg_bytes_ld_le32(wire + 12 + key_len);
     if (align == 0 || (align & (align - 1)) || align > FG_GGUF_MAX_ALIGNMENT) {
       free(wire);
       return fg_fail(FG_ERR_BAD_ALIGNMENT, "GGUF writer: general.alignment %u, expected a power of two <= 2^20", align);
@@ -107,9 +107,9 @@ static fg_status new_kv_n(fg_gguf_writer *w, const char *key, size_t klen, uint3
   uint64_t n = 8 + klen + 4 + vlen;
   uint8_t *p = malloc((size_t)n);
   if (!p) return fg_fail(FG_ERR_NOMEM, "GGUF writer: key '%.40s': out of memory for %" PRIu64 " bytes", key, n);
-  fg_st_le64(p, klen);
+  fg_bytes_st_le64(p, klen);
   memcpy(p + 8, key, klen);
-  fg_st_le32(p + 8 + klen, type);
+  fg_bytes_st_le32(p + 8 + klen, type);
   *wire = p;
   *wire_len = n;
   *val = p + 12 + klen;
@@ -162,7 +162,7 @@ fg_status fg_gguf_writer_set_str(fg_gguf_writer *w, const char *key, const char 
   uint64_t n;
   fg_status s = new_kv(w, key, FG_GGUF_STRING, 8 + len, &wire, &n, &val);
   if (s) return s;
-  fg_st_le64(val, len);
+  fg_bytes_st_le64(val, len);
   if (len) memcpy(val + 8, value, (size_t)len);
   return put_kv(w, wire, n);
 }
@@ -177,8 +177,8 @@ fg_status fg_gguf_writer_set_array(fg_gguf_writer *w, const char *key, fg_gguf_t
   uint64_t n;
   fg_status s = new_kv(w, key, FG_GGUF_ARRAY, 12 + count * esz, &wire, &n, &val);
   if (s) return s;
-  fg_st_le32(val, et);
-  fg_st_le64(val + 4, count);
+  fg_bytes_st_le32(val, et);
+  fg_bytes_st_le64(val + 4, count);
   if (count) memcpy(val + 12, elems, (size_t)(count * esz));
   return put_kv(w, wire, n);
 }
@@ -199,12 +199,12 @@ fg_status fg_gguf_writer_set_str_array(fg_gguf_writer *w, const char *key, const
   uint64_t n;
   fg_status s = new_kv(w, key, FG_GGUF_ARRAY, total, &wire, &n, &val);
   if (s) return s;
-  fg_st_le32(val, FG_GGUF_STRING);
-  fg_st_le64(val + 4, count);
+  fg_bytes_st_le32(val, FG_GGUF_STRING);
+  fg_bytes_st_le64(val + 4, count);
   uint8_t *p = val + 12;
   for (uint64_t j = 0; j < count; j++) {
     uint64_t l = lens ? lens[j] : (strs[j] ? strlen(strs[j]) : 0);
-    fg_st_le64(p, l);
+    fg_bytes_st_le64(p, l);
     if (l) memcpy(p + 8, strs[j], (size_t)l);
     p += 8 + l;
   }
@@ -249,7 +249,7 @@ static fg_status copy_one(fg_gguf_writer *w, const fg_gguf_file *from, uint64_t 
     free(wire);
     return fg_fail_prefix(s, "GGUF writer: copying KV %" PRIu64 ": ", i);
   }
-  if (fg_ld_le64(wire) != kv->key_len || fg_ld_le32(wire + 8 + kv->key_len) != kv->type) {
+  if (fg_bytes_ld_le64(wire) != kv->key_len || fg_bytes_ld_le32(wire + 8 + kv->key_len) != kv->type) {
     free(wire);
     return fg_fail(FG_ERR_IO, "%s: KV %" PRIu64 " changed since the file was parsed (modified while being read)",
                    fg_gguf_path(from), i);

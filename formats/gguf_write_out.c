@@ -27,9 +27,9 @@ static fg_status header_size(const fg_gguf_writer *w, uint64_t *unpadded, uint64
 static void header_fill(const fg_gguf_writer *w, uint8_t *buf) {
   uint8_t *p = buf;
   memcpy(p, "GGUF", 4);
-  fg_st_le32(p + 4, w->version);
-  fg_st_le64(p + 8, w->n_tensors);
-  fg_st_le64(p + 16, w->n_kv);
+  fg_bytes_st_le32(p + 4, w->version);
+  fg_bytes_st_le64(p + 8, w->n_tensors);
+  fg_bytes_st_le64(p + 16, w->n_kv);
   p += 24;
   for (uint64_t i = 0; i < w->n_kv; i++) {
     memcpy(p, w->kvs[i].wire, (size_t)w->kvs[i].wire_len);
@@ -38,14 +38,14 @@ static void header_fill(const fg_gguf_writer *w, uint8_t *buf) {
   uint64_t offset = 0;
   for (uint64_t i = 0; i < w->n_tensors; i++) {
     const fg_gguf_wtensor *t = &w->tensors[i];
-    fg_st_le64(p, t->name_len);
+    fg_bytes_st_le64(p, t->name_len);
     memcpy(p + 8, t->name, t->name_len);
     p += 8 + t->name_len;
-    fg_st_le32(p, t->ndim);
+    fg_bytes_st_le32(p, t->ndim);
     p += 4;
-    for (uint32_t d = 0; d < t->ndim; d++, p += 8) fg_st_le64(p, t->ne[d]);
-    fg_st_le32(p, (uint32_t)fg_dtype_ggml_code(t->dtype));
-    fg_st_le64(p + 4, offset);
+    for (uint32_t d = 0; d < t->ndim; d++, p += 8) fg_bytes_st_le64(p, t->ne[d]);
+    fg_bytes_st_le32(p, (uint32_t)fg_dtype_ggml_code(t->dtype));
+    fg_bytes_st_le64(p + 4, offset);
     p += 12;
     offset += fg_gguf_pad(t->nbytes, w->alignment);
   }

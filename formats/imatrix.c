@@ -31,7 +31,7 @@ struct fg_imatrix {
   int64_t chunk_size;
 };
 
-void fg_imatrix_free(fg_imatrix *m) {
+void fg_imatrix_close(fg_imatrix *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n; i++) {
     free(m->e[i].name);
@@ -87,7 +87,7 @@ static fg_status fg_im_i32(fg_im_cursor *c, const char *what, int64_t entry, int
     return fg_fail(FG_ERR_TRUNCATED, "imatrix %s: file ends at byte %zu inside the %s (4 bytes needed, %zu left)",
                    c->label, c->off, what, c->len - c->off);
   }
-  *out = (int32_t)fg_ld_le32(c->p + c->off);
+  *out = (int32_t)fg_bytes_ld_le32(c->p + c->off);
   c->off += 4;
   return FG_OK;
 }
@@ -147,7 +147,7 @@ static fg_status fg_im_parse_legacy(fg_imatrix *m, const uint8_t *p, size_t len,
     /* llama-quantize: the stored values are (sum/count)*ncall; it divides by ncall (an
      * int64 there, converted to float for the division) when ncall is positive */
     for (int32_t k = 0; k < nval; k++) {
-      const float v = fg_bits_f32(fg_ld_le32(c.p + c.off + 4 * (size_t)k));
+      const float v = fg_bits_f32(fg_bytes_ld_le32(c.p + c.off + 4 * (size_t)k));
       e->weights[k] = ncall > 0 ? v / (float)(int64_t)ncall : v;
     }
     const int64_t bad = fg_im_first_nonfinite(e->weights, nval);
@@ -307,7 +307,7 @@ static fg_status fg_im_parse_gguf(fg_imatrix *m, const fg_gguf_file *f, const ch
     e->n_counts = ncnt;
     const int64_t ne0 = nval / ncnt;
     for (int64_t j = 0; j < ncnt && st == FG_OK; j++) {
-      const float cf = fg_bits_f32(fg_ld_le32(tc->data + 4 * j));
+      const float cf = fg_bits_f32(fg_bytes_ld_le32(tc->data + 4 * j));
       /* std::lround, exactly: finite and within int64 */
       if (!isfinite(cf)) {
         st = fg_fail(FG_ERR_NONFINITE, "imatrix %s: tensor '%s' count %" PRId64 " at data offset %" PRIu64 " is %s",
@@ -324,7 +324,7 @@ static fg_status fg_im_parse_gguf(fg_imatrix *m, const fg_gguf_file *f, const ch
       float *w = e->weights + j * ne0;
       const uint8_t *src = ts->data + 4 * (size_t)(j * ne0);
       for (int64_t k = 0; k < ne0; k++)
-        w[k] = count > 0.0f ? fg_bits_f32(fg_ld_le32(src + 4 * k)) / count : 1.0f;
+        w[k] = count > 0.0f ? fg_bits_f32(fg_bytes_ld_le32(src + 4 * k)) / count : 1.0f;
       const int64_t bad = fg_im_first_nonfinite(w, ne0);
       if (bad >= 0)
         st = fg_fail(FG_ERR_NONFINITE, "imatrix %s: tensor '%s' value %" PRId64 " at data offset %" PRIu64 " gives a "
@@ -361,7 +361,7 @@ static fg_status fg_im_from_mapping(fg_mapping *map, const char *label, fg_imatr
     st = fg_im_parse_legacy(m, p, len, label);
   }
   if (st) {
-    fg_imatrix_free(m);
+    fg_imatrix_close(m);
     return st;
   }
   *out = m;
@@ -414,8 +414,8 @@ fg_status fg_imatrix_entry_at(const fg_imatrix *m, size_t i, fg_imatrix_entry *o
   return FG_OK;
 }
 
-fg_status fg_imatrix_find(const fg_imatrix *m, const char *name, fg_imatrix_entry *out) {
-  if (!m || !name || !out) return fg_fail(FG_ERR_INVALID_ARG, "imatrix find: NULL argument");
+fg_status fg_imatrix_get(const fg_imatrix *m, const char *name, fg_imatrix_entry *out) {
+  if (!m || !name || !out) return fg_fail(FG_ERR_INVALID_ARG, "imatrix get: NULL argument");
   size_t lo = 0, hi = m->n;
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
@@ -438,7 +438,7 @@ fg_status fg_imatrix_weights_for(const fg_imatrix *m, const char *tensor_name, i
     return fg_fail(FG_ERR_INVALID_ARG, "imatrix weights for '%s': row length %" PRId64 " and expert count %" PRId64
                    " must be positive", tensor_name ? tensor_name : "(null)", n_per_row, n_experts);
   fg_imatrix_entry e;
-  fg_status st = fg_imatrix_find(m, tensor_name, &e);
+  fg_status st = fg_imatrix_get(m, tensor_name, &e);
   if (st) return st;
   if (n_per_row > INT64_MAX / n_experts || e.n_values != n_per_row * n_experts)
     return fg_fail(FG_ERR_BAD_SHAPE, "imatrix: entry '%s' holds %" PRId64 " weights, the tensor needs %" PRId64

@@ -126,8 +126,8 @@ typedef uint16_t fg_u16_any __attribute__((may_alias, aligned(1)));
 #define FG_ST16(p, i, v) (((fg_u16_any *)(void *)(p))[i] = (v))
 #define FG_LD16(p, i) (((const fg_u16_any *)(const void *)(p))[i])
 #else
-#define FG_ST16(p, i, v) fg_st_le16((p) + 2 * (i), (v))
-#define FG_LD16(p, i) fg_ld_le16((p) + 2 * (i))
+#define FG_ST16(p, i, v) fg_bytes_st_le16((p) + 2 * (i), (v))
+#define FG_LD16(p, i) fg_bytes_ld_le16((p) + 2 * (i))
 #endif
 /* Each on [lo, hi) of the elements, from in to out (f32 to 16-bit for the encoders). */
 typedef void (*fg_scalar_loop)(const void *in, void *out, int64_t lo, int64_t hi);
@@ -229,7 +229,7 @@ static inline int fg_encode_block(fg_qblock_enc enc, const float *x, uint8_t *y,
   enc(x, y);
   if (((y[hi0] & mask) == 0x7c) | ((y[hi1] & mask) == 0x7c)) return 2;
   /* Q8_K's f32 scale times the block's largest code (127) overflows for |x| near FLT_MAX */
-  if (q8k && !(fabsf(fg_bits_f32(fg_ld_le32(y))) * 127.0f < INFINITY)) return 2;
+  if (q8k && !(fabsf(fg_bits_f32(fg_bytes_ld_le32(y))) * 127.0f < INFINITY)) return 2;
   return 0;
 }
 

@@ -113,7 +113,7 @@ static void fg_pack_iq4(const uint8_t *L, uint8_t *q4, int nsub) {
 void fg_qenc_iq4_nl(const float *restrict x, uint8_t *restrict y) {
   uint8_t L[32];
   const float d = fg_iq4_fit(x, L);
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   /* the codes are redone against the final scale (f32, not the stored fp16) */
   const float id = d != 0.0f ? 1 / d : 0;
   fg_iq4_codes(x, id, L);
@@ -135,7 +135,7 @@ void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
   uint16_t scales_h = 0;
   memset(scales_l, 0, 4);
   const float d = -max_scale / 32;
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   const float id = d != 0.0f ? 1 / d : 0.f;
   for (int ib = 0; ib < 8; ib++) {
     int l = fg_clampi(fg_nearest_int(id * scales[ib]), -32, 31);
@@ -148,6 +148,6 @@ void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
     else scales_l[ib / 2] |= (uint8_t)(l_l << 4);
     scales_h |= (uint16_t)(l_h << (2 * ib));
   }
-  fg_st_le16(y + 2, scales_h);
+  fg_bytes_st_le16(y + 2, scales_h);
   fg_pack_iq4(L, y + 8, 8);
 }

@@ -29,7 +29,7 @@ void fg_dec_rows_iq1_s(const uint8_t *restrict b, float *restrict y, int64_t nb)
     const float d = fg_ld_f16(b);
     const uint8_t *qs = b + 2;
     for (int g = 0; g < 8; g++) {
-      const unsigned h = fg_ld_le16(b + 34 + 2 * g);
+      const unsigned h = fg_bytes_ld_le16(b + 34 + 2 * g);
       const float dl = d * (float)(2 * (int)((h >> 12) & 7u) + 1);
       const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((h & 0x8000u) << 16));
       for (int l = 0; l < 4; l++)

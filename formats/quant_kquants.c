@@ -453,8 +453,8 @@ void fg_qenc_q2_K(const float *restrict x, uint8_t *restrict y) {
   } else {
     dmin16 = fg_f32_to_f16(0.f);
   }
-  fg_st_le16(y + 80, d16);
-  fg_st_le16(y + 82, dmin16);
+  fg_bytes_st_le16(y + 80, d16);
+  fg_bytes_st_le16(y + 82, dmin16);
   for (int j = 0; j < 16; j++) {
     const float d = fg_f16_to_f32(d16) * (scales[j] & 0xF);
     if (d == 0.0f) { /* keep the fit's codes, as ggml does */
@@ -500,7 +500,7 @@ void fg_qenc_q3_K(const float *restrict x, uint8_t *restrict y) {
   } else {
     d16 = fg_f32_to_f16(0.f);
   }
-  fg_st_le16(y + 108, d16);
+  fg_bytes_st_le16(y + 108, d16);
   for (int j = 0; j < 16; j++) {
     const float d = fg_f16_to_f32(d16) * fg_q3_K_scale(scales, j);
     if (d == 0.0f) { /* the fit's codes */
@@ -572,8 +572,8 @@ static void fg_qenc_q45_K(const float *restrict x, uint8_t *restrict y, int nmax
     }
   }
   const uint16_t d16 = fg_f32_to_f16(max_scale / 63.f), dmin16 = fg_f32_to_f16(max_min / 63.f);
-  fg_st_le16(y, d16);
-  fg_st_le16(y + 2, dmin16);
+  fg_bytes_st_le16(y, d16);
+  fg_bytes_st_le16(y + 2, dmin16);
   for (int j = 0; j < 8; j++) {
     int sc6, m6;
     fg_k4_scale_min(scales, j, &sc6, &m6);
@@ -641,7 +641,7 @@ void fg_qenc_q6_K(const float *restrict x, uint8_t *restrict y) {
   }
   const float iscale = -128.f / max_scale;
   const uint16_t d16 = fg_f32_to_f16(1 / iscale);
-  fg_st_le16(y + 208, d16);
+  fg_bytes_st_le16(y + 208, d16);
   for (int ib = 0; ib < 16; ib++) {
     int v = fg_nearest_int(iscale * sc[ib]);
     scales[ib] = (int8_t)(v < 127 ? v : 127);
@@ -687,7 +687,7 @@ void fg_qenc_q8_K(const float *restrict x, uint8_t *restrict y) {
   for (int j = 0; j < 16; j++) {
     int sum = 0;
     for (int ii = 0; ii < 16; ii++) sum += qs[16 * j + ii];
-    fg_st_le16(y + 260 + 2 * j, (uint16_t)(int16_t)sum);
+    fg_bytes_st_le16(y + 260 + 2 * j, (uint16_t)(int16_t)sum);
   }
-  fg_st_le32(y, fg_f32_bits(1 / iscale));
+  fg_bytes_st_le32(y, fg_f32_bits(1 / iscale));
 }

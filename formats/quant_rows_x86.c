@@ -40,7 +40,7 @@ __attribute__((target("avx2"))) void fg_dec_rows_q8_0_avx2(const uint8_t *b, flo
 __attribute__((target("avx2"))) void fg_dec_rows_q8_K_avx2(const uint8_t *b, float *y, int64_t nb) {
   const int k = (int)((32 - ((uintptr_t)y & 31)) & 31) / 4; /* y is 4-byte aligned */
   for (int64_t i = 0; i < nb; i++, b += 292, y += 256) {
-    const float d = fg_bits_f32(fg_ld_le32(b));
+    const float d = fg_bits_f32(fg_bytes_ld_le32(b));
     const int8_t *q = (const int8_t *)(b + 4);
     const __m256 vd = _mm256_set1_ps(d);
     int j = 0;

@@ -28,7 +28,7 @@ static inline void fg_qv_nibbles(const float *restrict x, float min, float id, f
 void fg_qenc_q4_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   if (fabsf(id) < INFINITY) { /* 0 <= x * id + 8.5 <= 16.5: plain conversions */
     fg_qv_nibbles(x, 0.0f, id, 8.5f, y + 2);
     return;
@@ -75,8 +75,8 @@ void fg_qenc_q4_1(const float *restrict x, uint8_t *restrict y) {
   fg_minmax(x, 32, &min, &max);
   const float d = (max - min) / 15;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  fg_st_le16(y, fg_f32_to_f16(d));
-  fg_st_le16(y + 2, fg_f32_to_f16(min));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y + 2, fg_f32_to_f16(min));
   if (d < INFINITY && id < INFINITY) { /* 0 <= (x - min) * id <= 15: plain conversions */
     fg_qv_nibbles(x, min, id, 0.5f, y + 4);
     return;
@@ -120,7 +120,7 @@ void fg_qenc_q5_0(const float *restrict x, uint8_t *restrict y) {
       q[j] = (int8_t)v > 31 ? 31 : v;
     }
   }
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   fg_pack_q5(q, y + 2, y + 6);
 }
 
@@ -135,15 +135,15 @@ void fg_qenc_q5_1(const float *restrict x, uint8_t *restrict y) {
   } else {
     for (int j = 0; j < 32; j++) q[j] = fg_cast_u8((x[j] - min) * id + 0.5f); /* no clamp in ggml */
   }
-  fg_st_le16(y, fg_f32_to_f16(d));
-  fg_st_le16(y + 2, fg_f32_to_f16(min));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y + 2, fg_f32_to_f16(min));
   fg_pack_q5(q, y + 4, y + 8);
 }
 
 void fg_qenc_q8_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 32) / 127;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   if (id < INFINITY) {
     for (int j = 0; j < 32; j++) y[2 + j] = fg_round_small_u8(x[j] * id);
   } else {
@@ -161,8 +161,8 @@ void fg_qenc_q8_1(const float *restrict x, uint8_t *restrict y) {
     for (int j = 0; j < 32; j++) y[4 + j] = fg_cast_u8(fg_round_away(x[j] * id));
   }
   for (int j = 0; j < 32; j++) sum += (int8_t)y[4 + j];
-  fg_st_le16(y, fg_f32_to_f16(d));
-  fg_st_le16(y + 2, fg_f32_to_f16((float)sum * d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y + 2, fg_f32_to_f16((float)sum * d));
 }
 
 /* Q1_0: d is the mean magnitude (sum in index order, then / 128); the bit is x >= 0 (so -0
@@ -170,7 +170,7 @@ void fg_qenc_q8_1(const float *restrict x, uint8_t *restrict y) {
 void fg_qenc_q1_0(const float *restrict x, uint8_t *restrict y) {
   float sum = 0.0f;
   for (int j = 0; j < 128; j++) sum += fabsf(x[j]);
-  fg_st_le16(y, fg_f32_to_f16(sum / 128));
+  fg_bytes_st_le16(y, fg_f32_to_f16(sum / 128));
   uint8_t h[128];
   for (int j = 0; j < 128; j++) h[j] = (uint8_t)(x[j] >= 0.0f);
   for (int i = 0; i < 16; i++) y[2 + i] = fg_gather_bits8(h + 8 * i);
@@ -182,7 +182,7 @@ void fg_qenc_q1_0(const float *restrict x, uint8_t *restrict y) {
 void fg_qenc_q2_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_absmax(x, 64);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  fg_st_le16(y, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y, fg_f32_to_f16(d));
   uint8_t q[64];
   if (id < INFINITY) {
     for (int j = 0; j < 64; j++) {

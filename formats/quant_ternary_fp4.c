@@ -39,7 +39,7 @@ void fg_qenc_tq1_0(const float *restrict x, uint8_t *restrict y) {
     y[32 + m] = fg_pack_trits5(t[160 + m], t[176 + m], t[192 + m], t[208 + m], t[224 + m]);
   for (int j = 0; j < 4; j++) /* four digits and a zero pad */
     y[48 + j] = fg_pack_trits5(t[240 + j], t[244 + j], t[248 + j], t[252 + j], 0);
-  fg_st_le16(y + 52, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y + 52, fg_f32_to_f16(d));
 }
 
 void fg_qenc_tq2_0(const float *restrict x, uint8_t *restrict y) {
@@ -53,7 +53,7 @@ void fg_qenc_tq2_0(const float *restrict x, uint8_t *restrict y) {
       y[32 * h + m] = (uint8_t)((th[m] & 3) | ((th[m + 32] & 3) << 2) | ((th[m + 64] & 3) << 4) |
                                 ((th[m + 96] & 3) << 6));
   }
-  fg_st_le16(y + 64, fg_f32_to_f16(d));
+  fg_bytes_st_le16(y + 64, fg_f32_to_f16(d));
 }
 
 /* Index of the table entry nearest to x at scale e: |table[i]*e - x|, first minimum wins, for

@@ -193,9 +193,9 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
   for (int64_t b = 0; b < nb_done; b++) {
     const uint8_t *blk = y + b * bb;
     for (int k = 0; k < h.n; k++)
-      if ((fg_ld_le16(blk + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
+      if ((fg_bytes_ld_le16(blk + h.off[k]) & 0x7c00u) == 0x7c00u) return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
     /* IQ1_M keeps its f16 scale in the top nibbles of its four scale words */
-    if (t == FG_IQ1_M && (fg_ld_le16(blk + 54) & 0x7c00u) == 0x7c00u)
+    if (t == FG_IQ1_M && (fg_bytes_ld_le16(blk + 54) & 0x7c00u) == 0x7c00u)
       return fg_qw_refuse_block(tr, src, nrows, n, b, 0);
   }
   if (failed != INT64_MAX) return fg_qw_refuse_block(tr, src, nrows, n, failed, 2);

@@ -292,7 +292,7 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
     }
     if (max_scale != 0.0f) {
       const float d = max_scale / 15;
-      fg_st_le16(y, fg_f32_to_f16(d * 1.125f));
+      fg_bytes_st_le16(y, fg_f32_to_f16(d * 1.125f));
       const float id = 1 / d;
       for (int ib = 0; ib < 8; ib++) {
         int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
@@ -300,7 +300,7 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
         qhv[ib] = (uint16_t)(qhv[ib] | (l << 12));
       }
     }
-    for (int ib = 0; ib < 8; ib++) fg_st_le16(qh + 2 * ib, qhv[ib]);
+    for (int ib = 0; ib < 8; ib++) fg_bytes_st_le16(qh + 2 * ib, qhv[ib]);
   }
   return -1;
 }
@@ -512,7 +512,7 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
     sc[1] = (uint16_t)(sc[1] | ((s & 0x00f0) << 8));
     sc[2] = (uint16_t)(sc[2] | ((s & 0x0f00) << 4));
     sc[3] = (uint16_t)(sc[3] | (s & 0xf000));
-    for (int j = 0; j < 4; j++) fg_st_le16(y + 48 + 2 * j, sc[j]);
+    for (int j = 0; j < 4; j++) fg_bytes_st_le16(y + 48 + 2 * j, sc[j]);
   }
   return -1;
 }

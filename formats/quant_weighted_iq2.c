@@ -107,7 +107,7 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
   uint8_t signs[4];
   for (int64_t ibl = 0; ibl < n / 256; ibl++, y += 66) {
     uint32_t q2[16] = {0};
-    fg_st_le16(y, fg_f32_to_f16(0.f));
+    fg_bytes_st_le16(y, fg_f32_to_f16(0.f));
     float max_scale = 0;
     const float *xbl = x + 256 * ibl;
     const float sigma2 = fg_iq2_sigma2(xbl, 0);
@@ -167,13 +167,13 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
       continue;
     }
     const float d = max_scale / 31;
-    fg_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ib++) {
       const int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
       q2[2 * ib + 1] |= (uint32_t)l << 28;
     }
-    for (int j = 0; j < 16; j++) fg_st_le32(y + 2 + 4 * j, q2[j]);
+    for (int j = 0; j < 16; j++) fg_bytes_st_le32(y + 2 + 4 * j, q2[j]);
   }
   return -1;
 }
@@ -233,7 +233,7 @@ static int64_t fg_iq2_enc16(const fg_iq_tab *t, const float *x, const float *qw,
     }
     if (max_scale == 0.0f) continue; /* the block stays zero (IQ2_XS: d 0, qs 0, scales 0) */
     const float d = max_scale / 31;
-    fg_st_le16(y, fg_f32_to_f16(is_s ? d * 0.9875f : d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(is_s ? d * 0.9875f : d));
     const float id = 1 / d;
     for (int ib = 0; ib < 16; ib++) {
       const int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
@@ -241,7 +241,7 @@ static int64_t fg_iq2_enc16(const fg_iq_tab *t, const float *x, const float *qw,
       else sc[ib / 2] |= (uint8_t)(l << 4);
     }
     if (!is_s)
-      for (int j = 0; j < 32; j++) fg_st_le16(y + 2 + 2 * j, q2[j]);
+      for (int j = 0; j < 32; j++) fg_bytes_st_le16(y + 2 + 2 * j, q2[j]);
   }
   return -1;
 }

@@ -85,7 +85,7 @@ int64_t fg_qwenc_iq3_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
     uint8_t q3[96]; /* 64 grid indices, then 8 u32 of signs and scale */
     uint32_t ss[8] = {0};
     memset(q3, 0, sizeof q3);
-    fg_st_le16(y, fg_f32_to_f16(0.f));
+    fg_bytes_st_le16(y, fg_f32_to_f16(0.f));
     float max_scale = 0;
     const float sigma2 = fg_iq3_sigma2(xbl);
     for (int ib = 0; ib < 8; ib++) {
@@ -146,13 +146,13 @@ int64_t fg_qwenc_iq3_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
       continue;
     }
     const float d = max_scale / 31;
-    fg_st_le16(y, fg_f32_to_f16(d * 1.0125f));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d * 1.0125f));
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ib++) {
       const int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);
       ss[ib] |= (uint32_t)l << 28;
     }
-    for (int ib = 0; ib < 8; ib++) fg_st_le32(q3 + 64 + 4 * ib, ss[ib]);
+    for (int ib = 0; ib < 8; ib++) fg_bytes_st_le32(q3 + 64 + 4 * ib, ss[ib]);
     memcpy(y + 2, q3, 96);
   }
   return -1;
@@ -213,7 +213,7 @@ int64_t fg_qwenc_iq3_s(const fg_iq_tab *t, const float *x, const float *qw, uint
     }
     if (max_scale == 0.0f) continue;
     const float d = max_scale / 31;
-    fg_st_le16(y, fg_f32_to_f16(d * 1.033f));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d * 1.033f));
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ib += 2) {
       const int l1 = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 15);

@@ -116,7 +116,7 @@ void fg_qwenc_iq4_nl(const float *x, const float *qw, uint8_t *y, int64_t n) {
   for (int64_t ib = 0; ib < n / 32; ib++, x += 32, qw += 32, y += 18) {
     fg_qw_iq4_weights(x, qw, fg_qw_sigma2(x, 32), w);
     const float d = fg_qw_iq4_fit(t.v, x, w);
-    fg_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
     /* the codes against the final f32 scale, not the stored f16 one */
     const float id = d != 0.0f ? 1 / d : 0;
     for (int j = 0; j < 32; j++) L[j] = (uint8_t)fg_qw_iq4_index(t.v, id * x[j]);
@@ -144,7 +144,7 @@ void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
     uint16_t scales_h = 0;
     memset(scales_l, 0, 4);
     const float d = -max_scale / 32;
-    fg_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
     const float id = d != 0.0f ? 1 / d : 0.f;
     for (int ib = 0; ib < 8; ib++) {
       int l = fg_qw_clampi(fg_nearest_int(id * scales[ib]), -32, 31);
@@ -157,7 +157,7 @@ void fg_qwenc_iq4_xs(const float *x, const float *qw, uint8_t *y, int64_t n) {
       else scales_l[ib / 2] |= (uint8_t)(l_l << 4);
       scales_h |= (uint16_t)(l_h << (2 * ib));
     }
-    fg_st_le16(y + 2, scales_h);
+    fg_bytes_st_le16(y + 2, scales_h);
     fg_qw_pack_iq4(L, y + 8, 8);
   }
 }

@@ -36,8 +36,8 @@ void fg_qwenc_q2_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
     const float dm0 = fg_qw_fit_scales(16, 15, scales, Ls, sw);
     const float mm0 = fg_qw_fit_scales(16, 15, mins, Lm, sw);
     const uint16_t d16 = fg_f32_to_f16(dm0), m16 = fg_f32_to_f16(mm0);
-    fg_st_le16(y + 80, d16);
-    fg_st_le16(y + 82, m16);
+    fg_bytes_st_le16(y + 80, d16);
+    fg_bytes_st_le16(y + 82, m16);
     const float dm = fg_f16_to_f32(d16), mm = fg_f16_to_f32(m16);
     uint8_t *sc = y;
     for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
@@ -75,7 +75,7 @@ void fg_qwenc_q3_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
       sc[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
     }
     const uint16_t d16 = fg_f32_to_f16(d_block);
-    fg_st_le16(y + 108, d16);
+    fg_bytes_st_le16(y + 108, d16);
     for (int j = 0; j < 16; j++) {
       const float d = fg_f16_to_f32(d16) * fg_q3_K_scale(sc, j);
       if (d == 0.0f) continue;
@@ -127,8 +127,8 @@ static void fg_qw_enc_q45(const float *x, const float *qw, uint8_t *y, int nmax,
     }
   }
   const uint16_t d16 = fg_f32_to_f16(d_block), m16 = fg_f32_to_f16(m_block);
-  fg_st_le16(y, d16);
-  fg_st_le16(y + 2, m16);
+  fg_bytes_st_le16(y, d16);
+  fg_bytes_st_le16(y + 2, m16);
   for (int j = 0; j < 8; j++) {
     int s6, m6;
     fg_k4_scale_min(sc, j, &s6, &m6);
@@ -196,7 +196,7 @@ void fg_qwenc_q6_K(const float *x, const float *qw, uint8_t *y, int64_t n) {
     }
     const float iscale = -128.f / max_scale;
     const uint16_t d16 = fg_f32_to_f16(1 / iscale);
-    fg_st_le16(y + 208, d16);
+    fg_bytes_st_le16(y + 208, d16);
     int8_t *sc = (int8_t *)(y + 192);
     for (int ib = 0; ib < 16; ib++) {
       const int v = fg_nearest_int(iscale * scales[ib]);

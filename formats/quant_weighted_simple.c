@@ -25,7 +25,7 @@ static void fg_qw_pack5(const uint8_t *L, uint8_t *qh, uint8_t *qs) {
     h |= ((a & 0x10u) >> 4) << j;
     h |= ((b & 0x10u) >> 4) << (j + 16);
   }
-  fg_st_le32(qh, h);
+  fg_bytes_st_le32(qh, h);
 }
 
 void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n) {
@@ -36,7 +36,7 @@ void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n) {
     const float *xb = x + 32 * ib;
     fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
     const float d = fg_qw_fit_sym(32, 8, xb, L, w);
-    fg_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
     for (int j = 0; j < 16; j++) y[2 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
   }
 }
@@ -49,7 +49,7 @@ void fg_qwenc_q5_0(const float *x, const float *qw, uint8_t *y, int64_t n) {
     const float *xb = x + 32 * ib;
     fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
     const float d = fg_qw_fit_sym(32, 16, xb, L, w);
-    fg_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
     fg_qw_pack5((const uint8_t *)L, y + 2, y + 6);
   }
 }
@@ -65,8 +65,8 @@ static void fg_qw_enc_min(const float *x, const float *qw, uint8_t *y, int64_t n
     fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
     float min;
     const float d = fg_qw_fit_asym(32, nmax, xb, w, L, &min, -0.9f, 0.05f, 36);
-    fg_st_le16(y, fg_f32_to_f16(d));
-    fg_st_le16(y + 2, fg_f32_to_f16(-min));
+    fg_bytes_st_le16(y, fg_f32_to_f16(d));
+    fg_bytes_st_le16(y + 2, fg_f32_to_f16(-min));
     if (nmax == 15)
       for (int j = 0; j < 16; j++) y[4 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
     else

@@ -620,7 +620,7 @@ bool fg_st_metadata_at_n(const fg_st_file *f, size_t i, const char **key, size_t
 }
 
 /* By the whole key: "a" does not find a key "a\0b". */
-const char *fg_st_metadata_get(const fg_st_file *f, const char *key) {
+const char *fg_st_metadata_find(const fg_st_file *f, const char *key) {
   if (!f || !key) return NULL;
   size_t n = strlen(key);
   for (size_t i = 0; i < f->nmeta; i++)

@@ -35,7 +35,7 @@ static fg_name name_at(const void *ctx, uint64_t i) {
   return n;
 }
 
-int32_t fg_tokenizer_find(const fg_tokenizer *t, const char *text, size_t len) {
+int32_t fg_tokenizer_index(const fg_tokenizer *t, const char *text, size_t len) {
   if (!t || (!text && len)) return -1;
   int64_t i = fg_name_table_find(&t->tab, text ? text : "", len, name_at, t);
   return (int32_t)i;
@@ -109,7 +109,7 @@ static fg_status build_merges(fg_tokenizer *t, const fg_tok_vocab *v) {
       break;
     }
     size_t ln = (size_t)(sp - m), rn = n - ln - 1;
-    int32_t a = fg_tokenizer_find(t, m, ln), b = fg_tokenizer_find(t, sp + 1, rn);
+    int32_t a = fg_tokenizer_index(t, m, ln), b = fg_tokenizer_index(t, sp + 1, rn);
     if (a < 0 || b < 0) {
       st = fg_fail(FG_ERR_INVALID_ARG, "tokenizer: merge %zu \"%.*s\": \"%.*s\" is not a token", r, (int)n, m,
                    a < 0 ? (int)ln : (int)rn, a < 0 ? m : sp + 1);
@@ -119,7 +119,7 @@ static fg_status build_merges(fg_tokenizer *t, const fg_tok_vocab *v) {
     if (ln + rn <= t->max_token_len) {
       memcpy(joined, m, ln);
       memcpy(joined + ln, sp + 1, rn);
-      c = fg_tokenizer_find(t, joined, ln + rn);
+      c = fg_tokenizer_index(t, joined, ln + rn);
     }
     if (c < 0) {
       st = fg_fail(FG_ERR_INVALID_ARG, "tokenizer: merge %zu \"%.*s\" makes \"%.*s%.*s\", which is not a token", r,
@@ -270,7 +270,7 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
     for (int b = 0; b < 256; b++) {
       char u[4];
       size_t n = fg_utf8_put(fg_tok_byte_cp((uint8_t)b), u);
-      t->byte_ids[b] = fg_tokenizer_find(t, u, n);
+      t->byte_ids[b] = fg_tokenizer_index(t, u, n);
     }
     if ((s = build_merges(t, v)) != FG_OK) return s;
   }
@@ -284,20 +284,20 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   return build_added(t);
 }
 
-fg_status fg_tokenizer_new(const fg_tok_vocab *v, fg_tokenizer **out) {
-  if (!v || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_new: NULL argument");
+fg_status fg_tokenizer_from_vocab(const fg_tok_vocab *v, fg_tokenizer **out) {
+  if (!v || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_from_vocab: NULL argument");
   fg_tokenizer *t = calloc(1, sizeof *t);
   if (!t) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
   fg_status s = build(t, v);
   if (s != FG_OK) {
-    fg_tokenizer_free(t);
+    fg_tokenizer_close(t);
     return s;
   }
   *out = t;
   return FG_OK;
 }
 
-void fg_tokenizer_free(fg_tokenizer *t) {
+void fg_tokenizer_close(fg_tokenizer *t) {
   if (!t) return;
   fg_tok_pre_free(t->pre);
   fg_name_table_free(&t->tab);
@@ -527,8 +527,8 @@ struct fg_tok_stream {
   bool first;
 };
 
-fg_status fg_tok_stream_new(const fg_tokenizer *t, fg_tok_stream **out) {
-  if (!t || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tok_stream_new: NULL argument");
+fg_status fg_tok_stream_create(const fg_tokenizer *t, fg_tok_stream **out) {
+  if (!t || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tok_stream_create: NULL argument");
   fg_tok_stream *s = calloc(1, sizeof *s);
   if (s) s->buf = malloc(t->max_token_len + 8);
   if (!s || !s->buf) {

@@ -102,7 +102,7 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
     if (!mapped) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
     size_t k = 0;
     for (size_t i = 0; i < len; i++) k += fg_utf8_put(fg_tok_byte_cp(p[i]), mapped + k);
-    int32_t id = fg_tokenizer_find(t, mapped, k);
+    int32_t id = fg_tokenizer_index(t, mapped, k);
     if (mapped != small) free(mapped);
     if (id >= 0) return fg_tok_ids_push(out, id);
   }

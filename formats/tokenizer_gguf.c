@@ -184,7 +184,7 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
       (s = id_field(f, "tokenizer.ggml.eos_token_id", g.has_eos, g.eos, n, &v.eos_id)) ||
       (s = id_field(f, "tokenizer.ggml.unknown_token_id", g.has_unk, g.unk, n, &v.unk_id)))
     goto done;
-  s = fg_tokenizer_new(&v, out);
+  s = fg_tokenizer_from_vocab(&v, out);
   if (s) fg_fail_prefix(s, "%s: ", path);
 done:
   free(tok);

@@ -192,7 +192,7 @@ static fg_status build_spm(const char *path, const cJSON *model, fg_tok_vocab *v
   for (size_t i = 0; i < n; i++) scores[i] = 0.0f, types[i] = FG_TOK_TYPE_NOT_MERGED;
   lv.scores = scores;
   lv.token_type = types;
-  if ((s = fg_tokenizer_new(&lv, &look))) goto done;
+  if ((s = fg_tokenizer_from_vocab(&lv, &look))) goto done;
   for (size_t r = 0; r < v->n_merges; r++) {
     const char *m = v->merges[r], *sp = strchr(m, ' ');
     if (!sp) {
@@ -207,8 +207,8 @@ static fg_status build_spm(const char *path, const cJSON *model, fg_tok_vocab *v
     }
     memcpy(joined, m, ln);
     memcpy(joined + ln, sp + 1, rn + 1);
-    int32_t id = fg_tokenizer_find(look, joined, ln + rn);
-    int32_t a = fg_tokenizer_find(look, m, ln), b = fg_tokenizer_find(look, sp + 1, rn);
+    int32_t id = fg_tokenizer_index(look, joined, ln + rn);
+    int32_t a = fg_tokenizer_index(look, m, ln), b = fg_tokenizer_index(look, sp + 1, rn);
     free(joined);
     if (id < 0 || a < 0 || b < 0) {
       s = fg_fail(FG_ERR_INVALID_ARG, "merge %zu \"%s\": its halves or their join are not tokens", r, m);
@@ -222,7 +222,7 @@ static fg_status build_spm(const char *path, const cJSON *model, fg_tok_vocab *v
   }
   const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
   if (cJSON_IsString(unk)) {
-    v->unk_id = fg_tokenizer_find(look, unk->valuestring, strlen(unk->valuestring));
+    v->unk_id = fg_tokenizer_index(look, unk->valuestring, strlen(unk->valuestring));
     if (v->unk_id < 0) {
       s = fg_fail(FG_ERR_INVALID_ARG, "model.unk_token \"%s\" is not a token", unk->valuestring);
       goto done;
@@ -235,9 +235,9 @@ static fg_status build_spm(const char *path, const cJSON *model, fg_tok_vocab *v
   v->token_type = types;
   v->n_merges = 0;
   v->merges = NULL;
-  s = fg_tokenizer_new(v, out);
+  s = fg_tokenizer_from_vocab(v, out);
 done:
-  fg_tokenizer_free(look);
+  fg_tokenizer_close(look);
   free(scores);
   free(types);
   return s;
@@ -377,7 +377,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
     v.prefix_at = spm_at;
     s = build_spm(path, model, &v, out);
   } else {
-    s = fg_tokenizer_new(&v, out);
+    s = fg_tokenizer_from_vocab(&v, out);
   }
   if (s) fg_fail_prefix(s, "%s: ", path);
 done:

@@ -60,7 +60,7 @@ typedef struct spm_work {
 
 static void push_pair(const fg_tokenizer *t, spm_work *w, int32_t l, int32_t r) {
   uint32_t n = w->len[l] + w->len[r];
-  int32_t id = fg_tokenizer_find(t, w->s + w->start[l], n);
+  int32_t id = fg_tokenizer_index(t, w->s + w->start[l], n);
   if (id >= 0 && mergeable(t, id)) heap_push(w->h, &w->hn, (spm_ent){t->scores[id], (uint32_t)l, n});
 }
 
@@ -100,7 +100,7 @@ fg_status fg_tok_spm_fragment(const fg_tokenizer *t, const char *frag, size_t le
     if (w.next[e.pos] >= 0) push_pair(t, &w, (int32_t)e.pos, w.next[e.pos]);
   }
   for (int32_t i = 0; i >= 0 && s == FG_OK; i = w.next[i]) {
-    int32_t id = fg_tokenizer_find(t, frag + w.start[i], w.len[i]);
+    int32_t id = fg_tokenizer_index(t, frag + w.start[i], w.len[i]);
     if (id >= 0 && t->type[id] != FG_TOK_TYPE_UNKNOWN) {
       s = fg_tok_ids_push(out, id);
       continue;

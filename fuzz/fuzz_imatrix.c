@@ -28,13 +28,13 @@ static void imatrix(const uint8_t *data, size_t size) {
     if (e.n_values < 1 || e.n_counts < 1 || e.n_values % e.n_counts != 0) abort();
     for (int64_t j = 0; j < e.n_values; j++)
       if (!isfinite(e.weights[j])) abort();
-    if (fg_imatrix_find(m, e.name, &f) != FG_OK || f.weights != e.weights) abort();
+    if (fg_imatrix_get(m, e.name, &f) != FG_OK || f.weights != e.weights) abort();
     const float *w = NULL;
     if (fg_imatrix_weights_for(m, e.name, e.n_values / e.n_counts, e.n_counts, &w) != FG_OK || w != e.weights) abort();
   }
   for (size_t i = 0; i < fg_imatrix_dataset_count(m); i++)
     if (!fg_imatrix_dataset(m, i)) abort();
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
 }
 
 static void encode(const uint8_t *data, size_t size) {

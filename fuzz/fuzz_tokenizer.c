@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* SPM: the BPE-only bits 8 and 128 pick where the dummy prefix goes (FG_TOK_PREFIX_*). */
   if (spm) v.prefix_at = (fg_tok_prefix)(((mode >> 3) & 1) | ((mode >> 6) & 2));
   fg_tokenizer *t = NULL;
-  if (fg_tokenizer_new(&v, &t) != FG_OK) return 0;
+  if (fg_tokenizer_from_vocab(&v, &t) != FG_OK) return 0;
   int32_t *ids = NULL;
   size_t n_ids = 0;
   if (fg_tokenizer_encode(t, text, text_len, mode & 64, &ids, &n_ids) == FG_OK) {
@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * gives the composed text). */
     if (!spm && !(mode & 64) && !(mode & 128) && (dl != text_len || memcmp(dec, text, dl) != 0)) __builtin_trap();
     fg_tok_stream *s = NULL;
-    if (fg_tok_stream_new(t, &s) != FG_OK) __builtin_trap();
+    if (fg_tok_stream_create(t, &s) != FG_OK) __builtin_trap();
     size_t at = 0;
     for (size_t i = 0; i < n_ids; i++) {
       const char *b;
@@ -145,6 +145,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else if (!spm) {
     __builtin_trap(); /* every byte has a token */
   }
-  fg_tokenizer_free(t);
+  fg_tokenizer_close(t);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* fg_load: options, filter, the plan (what each selected tensor becomes and where), the
+/* fg_model_create: options, filter, the plan (what each selected tensor becomes and where), the
  * model container with its name index, and the choice between the CPU and staged paths.
  * Everything is validated and allocated before the first tensor byte is read, so a failure
  * while reading only has to free what the plan made. */
@@ -114,7 +114,7 @@ fg_status fg_load_final_check(fg_load_ctx *c) {
 void fg_model_free(fg_model *m) {
   if (!m) return;
   if (m->arena && m->arena_mapped) munmap(m->arena, m->arena_mapped);
-  else if (m->arena) fg_device_free(m->dev, m->arena);
+  else if (m->arena) fg_device_mem_free(m->dev, m->arena);
   for (size_t i = 0; i < m->nmaps; i++) fg_mapping_release(m->maps[i]);
   free(m->maps);
   for (size_t i = 0; i < m->nfiles; i++) free(m->files[i]);
@@ -201,7 +201,7 @@ static fg_status select_tensors(const fg_ckpt *src, const fg_load_options *o, bo
   const char *path = fg_ckpt_path(src);
   if (o->names) {
     for (size_t i = 0; i < o->n_names; i++) {
-      if (!o->names[i]) return fg_fail(FG_ERR_INVALID_ARG, "fg_load: names[%zu] is NULL", i);
+      if (!o->names[i]) return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: names[%zu] is NULL", i);
       const fg_ckpt_tensor *t = fg_ckpt_find(src, o->names[i]);
       if (!t)
         return fg_fail(FG_ERR_NOT_FOUND, "%s: no tensor named '%s' (the source has %zu tensors)", path, o->names[i], n);
@@ -400,7 +400,7 @@ static fg_status build_model(const fg_ckpt *src, fg_device *dev, const fg_load_o
     *recycle = NULL;
     if (taken) s = FG_OK;
     else if (fg_device_kind_of(dev) == FG_DEVICE_CPU && arena >= FG_ARENA_HUGE) s = cpu_arena(m, (size_t)arena);
-    else if ((s = fg_device_alloc(dev, (size_t)arena, &m->arena)) == FG_OK) m->arena_bytes = (size_t)arena;
+    else if ((s = fg_device_mem_alloc(dev, (size_t)arena, &m->arena)) == FG_OK) m->arena_bytes = (size_t)arena;
     if (s) {
       s = fg_fail_prefix(s, "%s: %zu tensors need %llu bytes on %s: ", m->path, k, (unsigned long long)arena,
                          fg_device_spec(dev));
@@ -436,23 +436,23 @@ done:
   return s;
 }
 
-/* ---- fg_load ---------------------------------------------------------------------------- */
+/* ---- fg_model_create ---------------------------------------------------------------------------- */
 
 static fg_status load(const char *path, fg_device *dev, const fg_load_options *o, fg_model **recycle, fg_model **out) {
-  if (!path || !dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_load: NULL argument");
+  if (!path || !dev || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: NULL argument");
   if ((unsigned)o->dtype >= FG_LOAD_DTYPE_COUNT)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: dtype policy %d out of range", (int)o->dtype);
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: dtype policy %d out of range", (int)o->dtype);
   if ((o->flags & FG_LOAD_FLAG_KEEP_QUANT) && o->dtype == FG_LOAD_DTYPE_DEQUANT)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: FG_LOAD_FLAG_KEEP_QUANT contradicts the dequant policy "
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: FG_LOAD_FLAG_KEEP_QUANT contradicts the dequant policy "
                    "(which only changes block types)");
   /* Ring sizes are checked whatever the target, so that a bad option fails the same way on
    * every machine. */
   if (!o->ring && (o->ring_count > FG_LOAD_RING_MAX_COUNT ||
                    (o->ring_bytes && (o->ring_bytes < FG_LOAD_RING_MIN_BYTES || o->ring_bytes > FG_LOAD_RING_MAX_BYTES))))
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: staging ring of %u x %zu bytes, expected 1..%u buffers of %zu..%zu bytes",
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: staging ring of %u x %zu bytes, expected 1..%u buffers of %zu..%zu bytes",
                    o->ring_count, o->ring_bytes, FG_LOAD_RING_MAX_COUNT, FG_LOAD_RING_MIN_BYTES, FG_LOAD_RING_MAX_BYTES);
   if (o->ring && o->ring->dev != dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_load: the ring belongs to %s, the load targets %s",
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_model_create: the ring belongs to %s, the load targets %s",
                    fg_device_spec(o->ring->dev), fg_device_spec(dev));
   double t0 = fg_clock_seconds();
   bool staged = fg_device_kind_of(dev) != FG_DEVICE_CPU || (o->flags & FG_LOAD_FLAG_STAGED);
@@ -511,7 +511,7 @@ fail:
   return s;
 }
 
-fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out) {
+fg_status fg_model_create(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out) {
   fg_load_options defaults;
   fg_load_options_init(&defaults);
   const fg_load_options *o = opt ? opt : &defaults;

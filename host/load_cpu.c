@@ -120,8 +120,8 @@ typedef struct cvt_job {
 } cvt_job;
 
 static inline float load_float(fg_dtype st, const uint8_t *p) {
-  if (st == FG_F16) return fg_f16_to_f32(fg_ld_le16(p));
-  if (st == FG_BF16) return fg_bf16_to_f32(fg_ld_le16(p));
+  if (st == FG_F16) return fg_f16_to_f32(fg_bytes_ld_le16(p));
+  if (st == FG_BF16) return fg_bf16_to_f32(fg_bytes_ld_le16(p));
   float v;
   memcpy(&v, p, 4);
   return v;

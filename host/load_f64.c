@@ -47,10 +47,10 @@ fg_status fg_load_to_f64(fg_dtype st, const void *src, size_t src_bytes, double 
     }
   } else if (st == FG_F16) {
 #pragma omp parallel for schedule(static) if (n >= FG_F64_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dst[i] = (double)fg_f16_to_f32(fg_ld_le16(p + 2 * i));
+    for (int64_t i = 0; i < n; i++) dst[i] = (double)fg_f16_to_f32(fg_bytes_ld_le16(p + 2 * i));
   } else {
 #pragma omp parallel for schedule(static) if (n >= FG_F64_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dst[i] = (double)fg_bf16_to_f32(fg_ld_le16(p + 2 * i));
+    for (int64_t i = 0; i < n; i++) dst[i] = (double)fg_bf16_to_f32(fg_bytes_ld_le16(p + 2 * i));
   }
   return FG_OK;
 }

@@ -31,7 +31,7 @@ fg_status fg_load_ring_create(fg_device *dev, uint32_t count, size_t bytes, fg_l
   }
   /* count grows with each buffer made, so that a failure frees exactly what exists. */
   for (uint32_t i = 0; i < count; i++) {
-    if ((s = fg_host_alloc_pinned(dev, bytes, r->numa_node, &r->buf[i])) ||
+    if ((s = fg_device_pinned_alloc(dev, bytes, r->numa_node, &r->buf[i])) ||
         (s = fg_event_create(dev, &r->ev[i]))) {
       r->count = i + 1;
       fg_load_ring_free(r);
@@ -54,7 +54,7 @@ void fg_load_ring_free(fg_load_ring *r) {
   if (r->stream) (void)fg_stream_sync(r->stream);
   for (uint32_t i = 0; i < r->count; i++) {
     if (r->ev && r->ev[i]) fg_event_free(r->ev[i]);
-    if (r->buf && r->buf[i]) fg_host_free_pinned(r->dev, r->buf[i]);
+    if (r->buf && r->buf[i]) fg_device_pinned_free(r->dev, r->buf[i]);
   }
   fg_stream_free(r->stream);
   free(r->buf);

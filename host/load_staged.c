@@ -301,7 +301,7 @@ static fg_status alloc_work(staged *g) {
     /* stored bytes, plus their f32 form for f16 <-> bf16 (at most twice the stored bytes) */
     size_t per = g->r->bytes * (g->cross ? 3 : 1);
     for (uint32_t i = 0; i < n; i++) {
-      fg_status s = fg_device_alloc(c->dev, per, &g->scratch[i]);
+      fg_status s = fg_device_mem_alloc(c->dev, per, &g->scratch[i]);
       if (s) return fg_fail_prefix(s, "staged load: conversion scratch %u of %u (%zu bytes) on %s: ", i, n, per,
                                    fg_device_spec(c->dev));
     }
@@ -311,7 +311,7 @@ static fg_status alloc_work(staged *g) {
 
 static void free_work(staged *g) {
   if (g->scratch)
-    for (uint32_t i = 0; i < g->r->count; i++) fg_device_free(g->c->dev, g->scratch[i]);
+    for (uint32_t i = 0; i < g->r->count; i++) fg_device_mem_free(g->c->dev, g->scratch[i]);
   free(g->scratch);
   free(g->freeq);
   free(g->filled);

@@ -253,7 +253,7 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
   double best = 0;
   for (int rep = 0; rep < 2; rep++) {
     fg_model *lm;
-    if (fg_load(r->path, dev, &o, &lm)) return 1;
+    if (fg_model_create(r->path, dev, &o, &lm)) return 1;
     const fg_load_stats *s = fg_model_stats(lm);
     double gbs = s->seconds > 0 ? (double)s->bytes_read / s->seconds / 1e9 : 0;
     if (gbs > best) best = gbs;
@@ -270,7 +270,7 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
 
   o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *lm;
-  if (fg_load(r->path, dev, &o, &lm)) return 1;
+  if (fg_model_create(r->path, dev, &o, &lm)) return 1;
   double se = 0;
   uint64_t n = 0;
   float *host = NULL;

@@ -87,7 +87,7 @@ int fg_cmd_detokenize(int argc, char **argv) {
     putchar('\n');
   }
   fg_tokenizer_free_text(text);
-  fg_tokenizer_free(t);
+  fg_tokenizer_close(t);
   free(ids);
   return rc;
 }

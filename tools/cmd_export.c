@@ -216,7 +216,7 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   if (open_rc) return open_rc;
   const fg_export_merge_options mo = {.adapters = adapters, .alpha = a, .chunk_bytes = opt->chunk_bytes};
   int rc = 0;
-  if ((st = fg_export_merge_open(src, &mo, &m))) {
+  if ((st = fg_export_merge_create(src, &mo, &m))) {
     fg_cli_report("export", adapters);
     fg_ckpt_close(src);
     return 1;
@@ -407,7 +407,7 @@ int fg_cmd_export(int argc, char **argv) {
     rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out, dtype, experts, chunk, adapters, alpha,
                      out_type, embd_type, dry, pure, requant, leave_output, keep_split);
   }
-  fg_imatrix_free(im);
+  fg_imatrix_close(im);
   fg_tensor_types_cli_free(&tt);
   return rc;
 }

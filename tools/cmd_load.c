@@ -129,7 +129,7 @@ static fg_status load_once(const args *a, fg_device *dev, const fg_load_options 
   fg_load_options oo = *o;
   oo.progress = on_progress;
   oo.progress_user = &b;
-  fg_status s = fg_load(a->path, dev, &oo, m);
+  fg_status s = fg_model_create(a->path, dev, &oo, m);
   if (b.started) fg_cli_progress_clear(&b.bar);
   return s;
 }

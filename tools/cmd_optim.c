@@ -190,7 +190,7 @@ static fg_status run_steps(job *j) {
       fg_tensor *t = j->regs[i].t;
       const fg_ckpt_tensor *g = grad_of(j, &j->regs[i], j->first + s);
       if (!g) { /* no gradient this step: the parameter is skipped */
-        fg_device_free(t->dev, t->grad);
+        fg_device_mem_free(t->dev, t->grad);
         t->grad = NULL;
         continue;
       }

@@ -116,7 +116,7 @@ static int run(const rng_job *j) {
     return 1;
   }
   int rc = 0;
-  if (j->dev && !words && fg_device_alloc(j->dev, chunk * esize, &dbuf) != FG_OK) rc = 1;
+  if (j->dev && !words && fg_device_mem_alloc(j->dev, chunk * esize, &dbuf) != FG_OK) rc = 1;
   for (uint64_t done = 0; done < j->count && !rc && !fg_cli_signal_caught(); done += chunk) {
     const size_t m = j->count - done < chunk ? (size_t)(j->count - done) : chunk;
     fg_rng_spec r = j->r;
@@ -137,7 +137,7 @@ static int run(const rng_job *j) {
       rc = 1;
     }
   }
-  if (j->dev) fg_device_free(j->dev, dbuf);
+  if (j->dev) fg_device_mem_free(j->dev, dbuf);
   free(buf);
   return rc;
 }

@@ -99,7 +99,7 @@ static int chat(const fg_tokenizer *t, const char *path, const char *file, const
   cJSON *root = NULL;
   fg_chat_msg *msgs = NULL;
   int rc = 1;
-  if (fg_chat_template_open(path, name, &tmpl, &tlen)) {
+  if (fg_chat_template_from_path(path, name, &tmpl, &tlen)) {
     fg_cli_report("tokenize", path);
     goto done;
   }
@@ -171,6 +171,6 @@ int fg_cmd_tokenize(int argc, char **argv) {
     }
     free(buf);
   }
-  fg_tokenizer_free(t);
+  fg_tokenizer_close(t);
   return rc;
 }

@@ -115,7 +115,7 @@ double fg_cli_h2d_gbs(fg_device *dev) {
   size_t n = (size_t)256 << 20;
   void *h = NULL, *d = NULL;
   double best = 0.0;
-  if (fg_host_alloc_pinned(dev, n, -1, &h) == FG_OK && fg_device_alloc(dev, n, &d) == FG_OK) {
+  if (fg_device_pinned_alloc(dev, n, -1, &h) == FG_OK && fg_device_mem_alloc(dev, n, &d) == FG_OK) {
     memset(h, 1, n);
     for (int rep = 0; rep < 5; rep++) {
       double t0 = fg_clock_seconds();
@@ -124,7 +124,7 @@ double fg_cli_h2d_gbs(fg_device *dev) {
       if (dt > 0 && (double)n / dt / 1e9 > best) best = (double)n / dt / 1e9;
     }
   }
-  fg_device_free(dev, d);
-  fg_host_free_pinned(dev, h);
+  fg_device_mem_free(dev, d);
+  fg_device_pinned_free(dev, h);
   return best;
 }

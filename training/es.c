@@ -125,7 +125,7 @@ fg_status fg_es_create(const fg_es_config *c, fg_es **out) {
 }
 
 static void fg_es_anchor_drop(fg_es *es) {
-  if (es->anchor) fg_device_free(es->dev, es->anchor);
+  if (es->anchor) fg_device_mem_free(es->dev, es->anchor);
   es->anchor = NULL;
   free(es->anchor_off);
   es->anchor_off = NULL;
@@ -136,7 +136,7 @@ void fg_es_free(fg_es *es) {
   fg_es_cache_free(es);
   fg_es_anchor_drop(es);
   for (size_t k = 0; k < es->nslots; k++) {
-    if (es->slots[k].snapshot) fg_device_free(es->dev, es->slots[k].snapshot);
+    if (es->slots[k].snapshot) fg_device_mem_free(es->dev, es->slots[k].snapshot);
     free(es->slots[k].name);
   }
   free(es->slots);
@@ -187,7 +187,7 @@ static fg_status fg_es_push_float(fg_es *es, fg_tensor *t, const char *name) {
   sl.name = strdup(nm);
   if (!sl.name) return fg_fail(FG_ERR_NOMEM, "fg_es_add: out of memory");
   if (es->cfg.restore_mode == FG_ES_RESTORE_SNAPSHOT && t->nbytes) {
-    fg_status st = fg_device_alloc(t->dev, (size_t)t->nbytes, &sl.snapshot);
+    fg_status st = fg_device_mem_alloc(t->dev, (size_t)t->nbytes, &sl.snapshot);
     if (st) {
       free(sl.name);
       return st;
@@ -268,13 +268,13 @@ fg_status fg_es_capture_anchor(fg_es *es) {
     total += (size_t)es->slots[k].t->nbytes;
   }
   void *anchor = NULL;
-  fg_status st = fg_device_alloc(es->dev, total ? total : 1, &anchor);
+  fg_status st = fg_device_mem_alloc(es->dev, total ? total : 1, &anchor);
   for (size_t k = 0; k < es->nslots && !st; k++)
     if (es->slots[k].t->nbytes)
       st = fg_device_copy(es->dev, (char *)anchor + off[k], es->slots[k].t->data, (size_t)es->slots[k].t->nbytes,
                           FG_COPY_D2D);
   if (st) {
-    if (anchor) fg_device_free(es->dev, anchor);
+    if (anchor) fg_device_mem_free(es->dev, anchor);
     free(off);
     return st;
   }

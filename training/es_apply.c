@@ -19,7 +19,7 @@ static fg_op_args *fg_es_args_alloc(size_t n) { return calloc(n ? n : 1, sizeof(
 void fg_es_cache_free(fg_es *es) {
   if (es->cache) {
     for (size_t i = 0; i < es->cache_streams * es->nslots; i++)
-      if (es->cache[i]) fg_device_free(es->dev, es->cache[i]);
+      if (es->cache[i]) fg_device_mem_free(es->dev, es->cache[i]);
   }
   free(es->cache);
   free(es->cache_ok);
@@ -53,7 +53,7 @@ fg_status fg_es_cache_get(fg_es *es, uint64_t stream, size_t slot, const float *
       const size_t n = (size_t)es->slots[k].t->numel;
       if (!n) continue;
       fg_status st = FG_OK;
-      if (!*c) st = fg_device_alloc(es->dev, n * sizeof(float), (void **)c);
+      if (!*c) st = fg_device_mem_alloc(es->dev, n * sizeof(float), (void **)c);
       if (st) return st;
       const fg_rng_spec r = {.kind = FG_RNG_GAUSS_FAST, .seed = fg_es_slot_stream_seed(es, member, k, NULL),
                              .scale = 1.0f};
@@ -133,7 +133,7 @@ static fg_status fg_es_update_fused(fg_es *es, const float *coef, uint64_t S, fl
       for (uint64_t s = 0; s < S; s++)
         seeds[s] = fg_es_slot_stream_seed(es, es->cfg.antithetic ? 2 * s : s, k, NULL);
     }
-    st = fg_device_alloc(es->dev, bytes, &table[d]);
+    st = fg_device_mem_alloc(es->dev, bytes, &table[d]);
     if (!st) st = fg_device_copy(es->dev, table[d], host, bytes, FG_COPY_H2D);
     free(host);
   }
@@ -143,7 +143,7 @@ static fg_status fg_es_update_fused(fg_es *es, const float *coef, uint64_t S, fl
     st = fg_op_run(es->dev, FG_OP_ES_UPDATE, &p, a + first[d], rows[d], NULL);
   }
   for (int d = 0; d < 3; d++)
-    if (table[d]) fg_device_free(es->dev, table[d]);
+    if (table[d]) fg_device_mem_free(es->dev, table[d]);
   free(a);
   return st;
 }
@@ -154,7 +154,7 @@ static fg_status fg_es_update_cached(fg_es *es, const float *coef, uint64_t S, f
   float *acc = NULL;
   fg_op_args *a = fg_es_args_alloc(es->nslots);
   if (!a) return fg_fail(FG_ERR_NOMEM, "es update: out of memory");
-  fg_status st = fg_device_alloc(es->dev, (size_t)(es->float_elems ? es->float_elems : 1) * sizeof(float), (void **)&acc);
+  fg_status st = fg_device_mem_alloc(es->dev, (size_t)(es->float_elems ? es->float_elems : 1) * sizeof(float), (void **)&acc);
   if (!st) st = fg_device_memset(es->dev, acc, 0, (size_t)es->float_elems * sizeof(float));
   for (uint64_t s = 0; s < S && !st; s++) {
     size_t n = 0, off = 0;
@@ -183,7 +183,7 @@ static fg_status fg_es_update_cached(fg_es *es, const float *coef, uint64_t S, f
     const fg_op_params p = {.f = {scale}, .u = {0, (uint64_t)fg_es_dtypes[d]}};
     st = fg_op_run(es->dev, FG_OP_ES_APPLY, &p, a, n, NULL);
   }
-  if (acc) fg_device_free(es->dev, acc);
+  if (acc) fg_device_mem_free(es->dev, acc);
   free(a);
   return st;
 }

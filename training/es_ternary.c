@@ -98,8 +98,8 @@ fg_status fg_es_add_ternary(fg_es *es, fg_tensor *t, const char *name) {
   const uint64_t flips = fg_es_ternary_flip_count(es, ts.len);
   ts.name = strdup(nm);
   if (!ts.name) return fg_fail(FG_ERR_NOMEM, "fg_es_add_ternary '%s': out of memory", nm);
-  st = fg_device_alloc(t->dev, (size_t)flips * sizeof(uint64_t), (void **)&ts.undo_idx);
-  if (!st) st = fg_device_alloc(t->dev, (size_t)flips, (void **)&ts.undo_code);
+  st = fg_device_mem_alloc(t->dev, (size_t)flips * sizeof(uint64_t), (void **)&ts.undo_idx);
+  if (!st) st = fg_device_mem_alloc(t->dev, (size_t)flips, (void **)&ts.undo_code);
   if (!st && es->ntslots == es->tslots_cap) {
     const size_t cap = es->tslots_cap ? 2 * es->tslots_cap : 4;
     fg_es_tslot *grown = realloc(es->tslots, cap * sizeof *grown);
@@ -111,8 +111,8 @@ fg_status fg_es_add_ternary(fg_es *es, fg_tensor *t, const char *name) {
     }
   }
   if (st) {
-    if (ts.undo_idx) fg_device_free(t->dev, ts.undo_idx);
-    if (ts.undo_code) fg_device_free(t->dev, ts.undo_code);
+    if (ts.undo_idx) fg_device_mem_free(t->dev, ts.undo_idx);
+    if (ts.undo_code) fg_device_mem_free(t->dev, ts.undo_code);
     free(ts.name);
     return st;
   }
@@ -124,8 +124,8 @@ fg_status fg_es_add_ternary(fg_es *es, fg_tensor *t, const char *name) {
 void fg_es_tslot_free(fg_es *es, fg_es_tslot *ts) {
   if (!ts) return;
   if (es && es->dev) {
-    if (ts->undo_idx) fg_device_free(es->dev, ts->undo_idx);
-    if (ts->undo_code) fg_device_free(es->dev, ts->undo_code);
+    if (ts->undo_idx) fg_device_mem_free(es->dev, ts->undo_idx);
+    if (ts->undo_code) fg_device_mem_free(es->dev, ts->undo_code);
   }
   free(ts->name);
   memset(ts, 0, sizeof *ts);
@@ -253,7 +253,7 @@ void fg_es_ternary_plan_free(fg_es_ternary_plan *plan) {
   free(plan->dir);
   free(plan->k);
   free(plan->moves_off);
-  if (plan->moves && plan->dev) fg_device_free(plan->dev, plan->moves);
+  if (plan->moves && plan->dev) fg_device_mem_free(plan->dev, plan->moves);
   memset(plan, 0, sizeof *plan);
 }
 
@@ -284,7 +284,7 @@ static fg_status fg_es_plan_upload(fg_es_ternary_plan *plan) {
     total = (total + 7u) & ~(size_t)7u;
   }
   if (!total) return FG_OK;
-  fg_status st = fg_device_alloc(plan->dev, total, &plan->moves);
+  fg_status st = fg_device_mem_alloc(plan->dev, total, &plan->moves);
   for (size_t k = 0; k < plan->n && !st; k++) {
     if (!plan->k[k]) continue;
     uint8_t *at = (uint8_t *)plan->moves + plan->moves_off[k];

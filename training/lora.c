@@ -60,7 +60,7 @@ void fg_lora_free(fg_lora *l) {
 fg_status fg_lora_scratch(fg_lora_work *w, size_t slot, uint64_t count, float **out) {
   if (count > SIZE_MAX / sizeof(float))
     return fg_fail(FG_ERR_OVERFLOW, "lora: a scratch buffer of %llu floats", (unsigned long long)count);
-  fg_status st = fg_device_alloc(w->dev, (size_t)(count ? count : 1) * sizeof(float), &w->buf[slot]);
+  fg_status st = fg_device_mem_alloc(w->dev, (size_t)(count ? count : 1) * sizeof(float), &w->buf[slot]);
   if (st) return st;
   *out = w->buf[slot];
   return FG_OK;
@@ -69,7 +69,7 @@ fg_status fg_lora_scratch(fg_lora_work *w, size_t slot, uint64_t count, float **
 /* Waits for the stream, then frees: the scratch may still be read by queued work. */
 fg_status fg_lora_work_end(fg_lora_work *w, fg_stream *s, fg_status st) {
   fg_status sync = s ? fg_stream_sync(s) : fg_device_sync(w->dev);
-  for (size_t i = 0; i < FG_LORA_SCRATCH; i++) fg_device_free(w->dev, w->buf[i]);
+  for (size_t i = 0; i < FG_LORA_SCRATCH; i++) fg_device_mem_free(w->dev, w->buf[i]);
   return st ? st : sync;
 }
 

@@ -35,15 +35,15 @@ fg_status fg_lora_merge_into(const fg_lora *l, fg_tensor *w, fg_stream *s) {
   fg_status st = check_merge(l, w, "merge_into");
   if (st) return st;
   if (w->dtype != FG_F32)
-    return fg_fail(FG_ERR_TYPE, "lora merge_into: base '%s' is %s; an in-place merge needs f32 (fg_lora_merge_new "
+    return fg_fail(FG_ERR_TYPE, "lora merge_into: base '%s' is %s; an in-place merge needs f32 (fg_lora_merge_copy "
                    "returns a new 16-bit tensor)", w->name, fg_dtype_name(w->dtype));
   if (w->readonly)
     return fg_fail(FG_ERR_STATE, "lora merge_into: base '%s' is a read-only view (a file mapping)", w->name);
   return merge(l, w, w->data, s);
 }
 
-fg_status fg_lora_merge_new(const fg_lora *l, const fg_tensor *w, const char *name, fg_tensor **out, fg_stream *s) {
-  if (!out) return fg_fail(FG_ERR_INVALID_ARG, "fg_lora_merge_new: NULL argument");
+fg_status fg_lora_merge_copy(const fg_lora *l, const fg_tensor *w, const char *name, fg_tensor **out, fg_stream *s) {
+  if (!out) return fg_fail(FG_ERR_INVALID_ARG, "fg_lora_merge_copy: NULL argument");
   *out = NULL;
   fg_status st = check_merge(l, w, "merge_new");
   if (st) return st;

@@ -77,7 +77,7 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
   o->dev = dev;
   o->c = *c;
   o->base_lr = (double)c->lr;
-  s = fg_device_alloc(dev, sizeof(double), (void **)&o->norm);
+  s = fg_device_mem_alloc(dev, sizeof(double), (void **)&o->norm);
   if (s) {
     free(o);
     return s;
@@ -85,7 +85,7 @@ fg_status fg_optim_create(fg_device *dev, const fg_optim_config *c, fg_optim **o
   const fg_optim_kind_ops *ops = fg_optim_kind_ops_of(c->kind);
   if (ops->create) s = ops->create(o);
   if (s) {
-    fg_device_free(dev, o->norm);
+    fg_device_mem_free(dev, o->norm);
     free(o);
     return s;
   }
@@ -98,13 +98,13 @@ void fg_optim_free(fg_optim *o) {
   fg_apollo_free(o);
   for (size_t i = 0; i < o->n; i++) {
     fg_optim_slot *sl = &o->slots[i];
-    fg_device_free(o->dev, sl->master);
-    fg_device_free(o->dev, sl->m);
-    fg_device_free(o->dev, sl->v);
+    fg_device_mem_free(o->dev, sl->master);
+    fg_device_mem_free(o->dev, sl->m);
+    fg_device_mem_free(o->dev, sl->v);
     free(sl->name);
   }
-  fg_device_free(o->dev, o->norm);
-  fg_device_free(o->dev, o->muon_work);
+  fg_device_mem_free(o->dev, o->norm);
+  fg_device_mem_free(o->dev, o->muon_work);
   fg_optim_free(o->fallback);
   free(o->slots);
   free(o->args);
@@ -188,7 +188,7 @@ fg_status fg_optim_check_param(const fg_optim *o, const fg_tensor *t, const char
 /* A zero-filled state buffer of n elements of dtype d on dev. */
 static fg_status fg_state_alloc(fg_device *dev, fg_dtype d, size_t n, void **out) {
   const size_t bytes = n * (d == FG_BF16 ? 2 : 4);
-  fg_status s = fg_device_alloc(dev, bytes ? bytes : 1, out);
+  fg_status s = fg_device_mem_alloc(dev, bytes ? bytes : 1, out);
   if (s == FG_OK) s = fg_device_memset(dev, *out, 0, bytes);
   return s;
 }
@@ -223,7 +223,7 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
   const size_t n = (size_t)t->numel;
   s = sl.name ? FG_OK : fg_fail(FG_ERR_NOMEM, "optimizer: out of memory");
   if (s == FG_OK && t->dtype != FG_F32) { /* the master starts as the parameter's values, widened */
-    s = fg_device_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
+    s = fg_device_mem_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
     if (s == FG_OK && n) s = fg_convert(o->dev, sl.master, FG_F32, t->data, t->dtype, n, NULL);
   }
   /* The kind's state buffers (at most two: m and v), those its config keeps. */
@@ -233,9 +233,9 @@ fg_status fg_optim_add(fg_optim *o, fg_tensor *t, const char *name) {
       s = fg_state_alloc(o->dev, fg_optim_state_dtype(&o->c, &ops->d.state[b]), n, bufs[b]);
   if (s == FG_OK) s = fg_optim_reserve(o, o->n + 1);
   if (s) {
-    fg_device_free(o->dev, sl.master);
-    fg_device_free(o->dev, sl.m);
-    fg_device_free(o->dev, sl.v);
+    fg_device_mem_free(o->dev, sl.master);
+    fg_device_mem_free(o->dev, sl.m);
+    fg_device_mem_free(o->dev, sl.v);
     free(sl.name);
     return fg_fail_prefix(s, "%s: adding '%s': ", k, name);
   }

@@ -10,7 +10,7 @@
 fg_status fg_apollo_create(fg_optim *o) {
   struct fg_apollo_state *a = calloc(1, sizeof *a);
   if (!a) return fg_fail(FG_ERR_NOMEM, "apollo: out of memory");
-  fg_status s = fg_device_alloc(o->dev, 2 * sizeof(double), (void **)&a->scalars);
+  fg_status s = fg_device_mem_alloc(o->dev, 2 * sizeof(double), (void **)&a->scalars);
   if (s) {
     free(a);
     return s;
@@ -20,9 +20,9 @@ fg_status fg_apollo_create(fg_optim *o) {
 }
 
 static void fg_apollo_main_release(fg_device *dev, fg_apollo_main *m) {
-  fg_device_free(dev, m->proj);
-  fg_device_free(dev, m->scaling);
-  fg_device_free(dev, m->prev_norm);
+  fg_device_mem_free(dev, m->proj);
+  fg_device_mem_free(dev, m->scaling);
+  fg_device_mem_free(dev, m->prev_norm);
 }
 
 void fg_apollo_free(fg_optim *o) {
@@ -30,14 +30,14 @@ void fg_apollo_free(fg_optim *o) {
   if (!a) return;
   for (size_t i = 0; i < o->n; i++) fg_apollo_main_release(o->dev, &a->mains[i]);
   for (size_t i = 0; i < a->nfb; i++) {
-    fg_device_free(o->dev, a->fb[i].master);
-    fg_device_free(o->dev, a->fb[i].m);
-    fg_device_free(o->dev, a->fb[i].v);
+    fg_device_mem_free(o->dev, a->fb[i].master);
+    fg_device_mem_free(o->dev, a->fb[i].m);
+    fg_device_mem_free(o->dev, a->fb[i].v);
     free(a->fb[i].name);
   }
-  fg_device_free(o->dev, a->r);
-  fg_device_free(o->dev, a->u);
-  fg_device_free(o->dev, a->scalars);
+  fg_device_mem_free(o->dev, a->r);
+  fg_device_mem_free(o->dev, a->u);
+  fg_device_mem_free(o->dev, a->scalars);
   free(a->mains);
   free(a->fb);
   free(a);
@@ -46,7 +46,7 @@ void fg_apollo_free(fg_optim *o) {
 
 /* n zero f32 values on dev (at least one byte allocated). */
 static fg_status fg_apollo_zeros(fg_device *dev, size_t n, float **out) {
-  fg_status s = fg_device_alloc(dev, n ? n * sizeof(float) : 1, (void **)out);
+  fg_status s = fg_device_mem_alloc(dev, n ? n * sizeof(float) : 1, (void **)out);
   if (s == FG_OK) s = fg_device_memset(dev, *out, 0, n * sizeof(float));
   return s;
 }
@@ -55,9 +55,9 @@ static fg_status fg_apollo_zeros(fg_device *dev, size_t n, float **out) {
 static fg_status fg_apollo_scratch(fg_device *dev, float **buf, size_t *cap, size_t n) {
   if (n <= *cap) return FG_OK;
   float *nb = NULL;
-  fg_status s = fg_device_alloc(dev, n * sizeof(float), (void **)&nb);
+  fg_status s = fg_device_mem_alloc(dev, n * sizeof(float), (void **)&nb);
   if (s) return s;
-  fg_device_free(dev, *buf);
+  fg_device_mem_free(dev, *buf);
   *buf = nb;
   *cap = n;
   return FG_OK;
@@ -142,7 +142,7 @@ fg_status fg_apollo_add(fg_optim *o, fg_tensor *t, const char *name, bool fallba
   const size_t n = (size_t)t->numel;
   s = sl.name ? FG_OK : fg_fail(FG_ERR_NOMEM, "%s: out of memory", k);
   if (s == FG_OK && t->dtype != FG_F32) { /* the master starts as the parameter's values, widened */
-    s = fg_device_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
+    s = fg_device_mem_alloc(o->dev, n ? n * sizeof(float) : 1, (void **)&sl.master);
     if (s == FG_OK && n) s = fg_convert(o->dev, sl.master, FG_F32, t->data, t->dtype, n, NULL);
   }
   if (s == FG_OK && main) s = fg_apollo_main_init(o, t, &sl, &m);
@@ -150,9 +150,9 @@ fg_status fg_apollo_add(fg_optim *o, fg_tensor *t, const char *name, bool fallba
   if (s == FG_OK && !main) s = fg_apollo_zeros(o->dev, n, (float **)&sl.v);
   if (s) {
     fg_apollo_main_release(o->dev, &m);
-    fg_device_free(o->dev, sl.master);
-    fg_device_free(o->dev, sl.m);
-    fg_device_free(o->dev, sl.v);
+    fg_device_mem_free(o->dev, sl.master);
+    fg_device_mem_free(o->dev, sl.m);
+    fg_device_mem_free(o->dev, sl.v);
     free(sl.name);
     return fg_fail_prefix(s, "%s: adding '%s': ", k, name);
   }

@@ -30,13 +30,13 @@ fg_status fg_muon_route(fg_optim *o, fg_tensor *t, const char *name, bool to_fal
   size_t rows, cols;
   fg_muon_dims(t, &rows, &cols);
   if (!rows || !cols) return FG_OK; /* an empty matrix never reaches Newton-Schulz */
-  const size_t need = fg_newton_schulz5_workspace(rows, cols);
+  const size_t need = fg_muon_newton_schulz5_workspace(rows, cols);
   if (!need) return fg_fail(FG_ERR_INVALID_ARG, "muon: parameter '%s' (%zu x %zu) is too large", shown, rows, cols);
   if (need <= o->muon_work_bytes) return FG_OK;
   void *w = NULL;
-  s = fg_device_alloc(o->dev, need, &w);
+  s = fg_device_mem_alloc(o->dev, need, &w);
   if (s) return s;
-  fg_device_free(o->dev, o->muon_work);
+  fg_device_mem_free(o->dev, o->muon_work);
   o->muon_work = w;
   o->muon_work_bytes = need;
   return FG_OK;
@@ -100,8 +100,8 @@ static fg_status fg_muon_own_step(fg_optim *o, fg_stream *s) {
     if (!fg_muon_active(sl)) continue;
     size_t rows, cols;
     fg_muon_dims(sl->t, &rows, &cols);
-    st = fg_newton_schulz5(o->dev, FG_GEMM_DEFAULT, sl->v, rows, cols, o->c.ns_steps, sl->v, o->muon_work,
-                           o->muon_work_bytes, s);
+    st = fg_muon_newton_schulz5(o->dev, FG_GEMM_DEFAULT, sl->v, rows, cols, o->c.ns_steps, sl->v, o->muon_work,
+                                o->muon_work_bytes, s);
   }
   /* One launch per distinct (lr_eff, masterness), in first-seen order. */
   for (size_t i = 0; i < o->n && st == FG_OK; i++) {

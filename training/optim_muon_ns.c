@@ -12,7 +12,7 @@
 /* Workspace: [f64 norm, padded to 64 bytes] [X: n] [Y: n] [A: s*s] [Q: s*s] (f32). */
 #define FG_NS_HEAD 64u
 
-size_t fg_newton_schulz5_workspace(size_t rows, size_t cols) {
+size_t fg_muon_newton_schulz5_workspace(size_t rows, size_t cols) {
   const size_t sm = rows < cols ? rows : cols;
   if (rows && cols > SIZE_MAX / rows) return 0;
   const size_t n = rows * cols;
@@ -90,24 +90,24 @@ static fg_status fg_ns_run(fg_device *dev, fg_gemm_mode mode, const float *u, si
   return st;
 }
 
-fg_status fg_newton_schulz5(fg_device *dev, fg_gemm_mode mode, const float *u, size_t rows, size_t cols,
-                            uint32_t steps, float *o, void *work, size_t work_bytes, fg_stream *s) {
-  if (!dev || !u || !o) return fg_fail(FG_ERR_INVALID_ARG, "fg_newton_schulz5: NULL argument");
+fg_status fg_muon_newton_schulz5(fg_device *dev, fg_gemm_mode mode, const float *u, size_t rows, size_t cols,
+                                 uint32_t steps, float *o, void *work, size_t work_bytes, fg_stream *s) {
+  if (!dev || !u || !o) return fg_fail(FG_ERR_INVALID_ARG, "fg_muon_newton_schulz5: NULL argument");
   if (!rows || !cols || !steps)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_newton_schulz5: %zu x %zu matrix, %u steps: expected all >= 1", rows, cols,
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_muon_newton_schulz5: %zu x %zu matrix, %u steps: expected all >= 1", rows, cols,
                    steps);
-  if ((unsigned)mode > FG_GEMM_FAST_TF32) return fg_fail(FG_ERR_INVALID_ARG, "fg_newton_schulz5: unknown GEMM mode %d", (int)mode);
-  const size_t need = fg_newton_schulz5_workspace(rows, cols);
-  if (!need) return fg_fail(FG_ERR_INVALID_ARG, "fg_newton_schulz5: %zu x %zu is too large", rows, cols);
+  if ((unsigned)mode > FG_GEMM_FAST_TF32) return fg_fail(FG_ERR_INVALID_ARG, "fg_muon_newton_schulz5: unknown GEMM mode %d", (int)mode);
+  const size_t need = fg_muon_newton_schulz5_workspace(rows, cols);
+  if (!need) return fg_fail(FG_ERR_INVALID_ARG, "fg_muon_newton_schulz5: %zu x %zu is too large", rows, cols);
   if (work && work_bytes < need)
-    return fg_fail(FG_ERR_INVALID_ARG, "fg_newton_schulz5: workspace of %zu bytes, %zu needed for %zu x %zu", work_bytes,
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_muon_newton_schulz5: workspace of %zu bytes, %zu needed for %zu x %zu", work_bytes,
                    need, rows, cols);
   if (work) return fg_ns_run(dev, mode, u, rows, cols, steps, o, work, s);
   fg_status st = s ? fg_stream_sync(s) : FG_OK;
   if (st) return st;
-  st = fg_device_alloc(dev, need, &work);
+  st = fg_device_mem_alloc(dev, need, &work);
   if (st) return st;
   st = fg_ns_run(dev, mode, u, rows, cols, steps, o, work, NULL);
-  fg_device_free(dev, work);
+  fg_device_mem_free(dev, work);
   return st;
 }

@@ -23,7 +23,7 @@ fg_status fg_optimset_create(fg_optimset **out) {
 
 void fg_optimset_free(fg_optimset *set) {
   if (!set) return;
-  if (set->dev) fg_device_free(set->dev, set->totals);
+  if (set->dev) fg_device_mem_free(set->dev, set->totals);
   free(set->m);
   free(set);
 }
@@ -58,9 +58,9 @@ fg_status fg_optimset_add(fg_optimset *set, fg_optim *m) {
   if (set->n + 1 > set->totals_cap) { /* room for every member's total and the global one */
     double *d = NULL;
     const size_t cap = (set->n + 1) * 2;
-    fg_status s = fg_device_alloc(m->dev, (cap + 1) * sizeof(double), (void **)&d);
+    fg_status s = fg_device_mem_alloc(m->dev, (cap + 1) * sizeof(double), (void **)&d);
     if (s) return s;
-    if (set->dev) fg_device_free(set->dev, set->totals);
+    if (set->dev) fg_device_mem_free(set->dev, set->totals);
     set->totals = d;
     set->totals_cap = cap;
   }

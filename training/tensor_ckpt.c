@@ -58,10 +58,10 @@ fg_status fg_tensor_load_ckpt(fg_device *dev, const fg_ckpt *c, const fg_ckpt_te
       s = fg_convert(dev, dst->data, dtype, host, t->dtype, t->numel, NULL);
     } else {
       void *raw = NULL;
-      s = fg_device_alloc(dev, t->nbytes, &raw);
+      s = fg_device_mem_alloc(dev, t->nbytes, &raw);
       if (s == FG_OK) s = fg_device_copy(dev, raw, host, t->nbytes, FG_COPY_H2D);
       if (s == FG_OK) s = fg_convert(dev, dst->data, dtype, raw, t->dtype, t->numel, NULL);
-      fg_device_free(dev, raw);
+      fg_device_mem_free(dev, raw);
     }
   }
   free(host);

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(FG_CU_OP_THREADS)
   }
 }
 
-#define FG_CU_OP_STRUCT_(E, name, W, ns, rm, wm, dts)                                     \
+#define FG_CU_OP_STRUCT_(E, id, name, W, ns, rm, wm, dts)                                           \
   struct fg_cu_op_##name {                                                                          \
     static __device__ __forceinline__ void call(const fg_op_params *P, fg_op_vals *v, uint64_t seed, \
                                                 uint64_t c) {                                        \
@@ -75,7 +75,7 @@ extern "C" int fg_cuda_launch_op(int op, const fg_op_params *p, const fg_op_args
   const dim3 grid((unsigned)nchunks), block(FG_CU_OP_THREADS);
   cudaStream_t st = (cudaStream_t)stream;
   switch (op) {
-#define FG_CU_OP_CASE_(E, name, W, ns, rm, wm, dts)                              \
+#define FG_CU_OP_CASE_(E, id, name, W, ns, rm, wm, dts)                                    \
   case FG_OP_##E:                                                                          \
     fg_op_kernel<fg_cu_op_##name, W, ns, rm, wm><<<grid, block, 0, st>>>(list, chunks, *p); \
     break;

@@ -32,14 +32,14 @@ extern "C" {
 
 typedef enum fg_chat_family {
   FG_CHAT_SMOLLM2 = 1, /* ChatML; a default "SmolLM" system turn when the first message is not one */
-  FG_CHAT_LFM2,        /* LFM2.5: BOS, ChatML, a system turn only when given; older thinking dropped */
-  FG_CHAT_QWEN25,      /* ChatML; the default "You are Qwen" system turn */
-  FG_CHAT_QWEN3,       /* ChatML with <think> blocks after the last user turn; no_think: empty block */
-  FG_CHAT_QWEN35,      /* Qwen 3.5: contents trimmed, the generation prompt opens <think> */
-  FG_CHAT_LLAMA3,      /* Llama 3.0: header ids, contents trimmed, BOS before the first turn */
-  FG_CHAT_LLAMA31,     /* Llama 3.1/3.2/3.3: a system turn with the knowledge and today's dates */
-  FG_CHAT_GEMMA2,      /* Gemma 2: user/model turns alternating, no system role */
-  FG_CHAT_GEMMA3,      /* Gemma 3: the system text prefixed to the first user turn */
+  FG_CHAT_LFM2 = 2,    /* LFM2.5: BOS, ChatML, a system turn only when given; older thinking dropped */
+  FG_CHAT_QWEN25 = 3,  /* ChatML; the default "You are Qwen" system turn */
+  FG_CHAT_QWEN3 = 4,   /* ChatML with <think> blocks after the last user turn; no_think: empty block */
+  FG_CHAT_QWEN35 = 5,  /* Qwen 3.5: contents trimmed, the generation prompt opens <think> */
+  FG_CHAT_LLAMA3 = 6,  /* Llama 3.0: header ids, contents trimmed, BOS before the first turn */
+  FG_CHAT_LLAMA31 = 7, /* Llama 3.1/3.2/3.3: a system turn with the knowledge and today's dates */
+  FG_CHAT_GEMMA2 = 8,  /* Gemma 2: user/model turns alternating, no system role */
+  FG_CHAT_GEMMA3 = 9,  /* Gemma 3: the system text prefixed to the first user turn */
 } fg_chat_family;
 
 /* "smollm2", "lfm2", "qwen2.5", "qwen3", "qwen3.5", "llama3", "llama3.1", "gemma2", "gemma3";
@@ -89,7 +89,7 @@ FG_API fg_status fg_chat_template_from_gguf(const fg_gguf_file *f, const char *n
  * (fg_chat_free). */
 FG_API fg_status fg_chat_template_from_hf_dir(const char *dir, const char *name, char **out, size_t *len);
 /* PATH a GGUF file (metadata only) or a Hugging Face directory; *out malloc'd. */
-FG_API fg_status fg_chat_template_open(const char *path, const char *name, char **out, size_t *len);
+FG_API fg_status fg_chat_template_from_path(const char *path, const char *name, char **out, size_t *len);
 
 #ifdef __cplusplus
 }

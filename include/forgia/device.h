@@ -5,7 +5,7 @@
  * says which on stderr once per process. Each backend implements one table of function
  * pointers (device/backend.h); everything here dispatches through it.
  *
- * Memory returned by fg_device_alloc lives on the device (host memory for the CPU);
+ * Memory returned by fg_device_mem_alloc lives on the device (host memory for the CPU);
  * copies name their direction. Streams order work on one device; the CPU backend runs
  * every stream operation synchronously, so its events are complete when recorded.
  *
@@ -67,17 +67,17 @@ FG_API fg_status fg_device_query(const fg_device *dev, fg_device_info *out);
 FG_API fg_device_kind fg_device_kind_of(const fg_device *dev);
 FG_API const char *fg_device_spec(const fg_device *dev); /* "cpu" or "cuda:N" */
 
-/* Memory. Allocations are at least 256-byte aligned. fg_device_free is NULL-safe. */
-FG_API fg_status fg_device_alloc(fg_device *dev, size_t bytes, void **out);
-FG_API void fg_device_free(fg_device *dev, void *ptr);
+/* Memory. Allocations are at least 256-byte aligned. fg_device_mem_free is NULL-safe. */
+FG_API fg_status fg_device_mem_alloc(fg_device *dev, size_t bytes, void **out);
+FG_API void fg_device_mem_free(fg_device *dev, void *ptr);
 FG_API fg_status fg_device_memset(fg_device *dev, void *ptr, int value, size_t bytes);
 FG_API fg_status fg_device_copy(fg_device *dev, void *dst, const void *src, size_t bytes, fg_copy_kind kind);
 FG_API fg_status fg_device_sync(fg_device *dev);
 
 /* Pinned (page-locked) host memory, for fast asynchronous transfers. On the CPU backend
  * this is ordinary aligned host memory. numa_node >= 0 binds the pages to that node. */
-FG_API fg_status fg_host_alloc_pinned(fg_device *dev, size_t bytes, int numa_node, void **out);
-FG_API void fg_host_free_pinned(fg_device *dev, void *ptr);
+FG_API fg_status fg_device_pinned_alloc(fg_device *dev, size_t bytes, int numa_node, void **out);
+FG_API void fg_device_pinned_free(fg_device *dev, void *ptr);
 
 /* Streams and events. */
 FG_API fg_status fg_stream_create(fg_device *dev, fg_stream **out);

@@ -79,10 +79,10 @@ extern "C" {
 /* ---- targets --------------------------------------------------------------------------- */
 
 typedef enum fg_export_mode {
-  FG_EXPORT_MODE_UNSET = 0,   /* global: same as VERBATIM; experts: follow the global target */
-  FG_EXPORT_MODE_VERBATIM,    /* keep the stored type */
-  FG_EXPORT_MODE_DTYPE,       /* transcode eligible tensors to .dtype */
-  FG_EXPORT_MODE_MIXTURE,     /* llama-quantize's mixture .ftype, whose default type is .dtype */
+  FG_EXPORT_MODE_UNSET = 0,    /* global: same as VERBATIM; experts: follow the global target */
+  FG_EXPORT_MODE_VERBATIM = 1, /* keep the stored type */
+  FG_EXPORT_MODE_DTYPE = 2,    /* transcode eligible tensors to .dtype */
+  FG_EXPORT_MODE_MIXTURE = 3,  /* llama-quantize's mixture .ftype, whose default type is .dtype */
 } fg_export_mode;
 
 typedef struct fg_export_target {
@@ -150,26 +150,26 @@ typedef struct fg_export_options {
 /* ---- plan ------------------------------------------------------------------------------ */
 
 typedef enum fg_export_action {
-  FG_EXPORT_ACTION_COPY = 0,        /* bytes copied unchanged */
-  FG_EXPORT_ACTION_CONVERT,         /* float source encoded to the target */
-  FG_EXPORT_ACTION_DEQUANT,         /* block source decoded to a float target */
-  FG_EXPORT_ACTION_REQUANT,         /* block expert source decoded and encoded again */
+  FG_EXPORT_ACTION_COPY = 0,    /* bytes copied unchanged */
+  FG_EXPORT_ACTION_CONVERT = 1, /* float source encoded to the target */
+  FG_EXPORT_ACTION_DEQUANT = 2, /* block source decoded to a float target */
+  FG_EXPORT_ACTION_REQUANT = 3, /* block expert source decoded and encoded again */
 } fg_export_action;
 
 /* Why a tensor is copied (FG_EXPORT_ACTION_COPY) or, for the others, FG_EXPORT_WHY_TARGET. */
 typedef enum fg_export_why {
-  FG_EXPORT_WHY_TARGET = 0,  /* a target applies */
-  FG_EXPORT_WHY_VERBATIM,    /* no target for this tensor */
-  FG_EXPORT_WHY_NOT_MATRIX,  /* fewer than 2 dims */
-  FG_EXPORT_WHY_NOT_WEIGHT,  /* name does not end with ".weight" */
-  FG_EXPORT_WHY_NORM,        /* "norm" in the name */
-  FG_EXPORT_WHY_SAME,        /* already the target type */
-  FG_EXPORT_WHY_ROW,         /* ne[0] not whole blocks of a single type without a fallback (q1_0, nvfp4) */
-  FG_EXPORT_WHY_SOURCE,      /* integer or f64 source */
-  FG_EXPORT_WHY_KEPT,        /* mixture: llama.cpp does not quantize this tensor */
-  FG_EXPORT_WHY_RULE,        /* mixture: a per-tensor rule chose the type (see .rule) */
-  FG_EXPORT_WHY_FALLBACK,    /* rows are not whole blocks of .wanted: llama.cpp's fallback */
-  FG_EXPORT_WHY_OVERRIDE,    /* output_type, token_embd_type, tensor_types or experts */
+  FG_EXPORT_WHY_TARGET = 0,     /* a target applies */
+  FG_EXPORT_WHY_VERBATIM = 1,   /* no target for this tensor */
+  FG_EXPORT_WHY_NOT_MATRIX = 2, /* fewer than 2 dims */
+  FG_EXPORT_WHY_NOT_WEIGHT = 3, /* name does not end with ".weight" */
+  FG_EXPORT_WHY_NORM = 4,       /* "norm" in the name */
+  FG_EXPORT_WHY_SAME = 5,       /* already the target type */
+  FG_EXPORT_WHY_ROW = 6,        /* ne[0] not whole blocks of a single type without a fallback (q1_0, nvfp4) */
+  FG_EXPORT_WHY_SOURCE = 7,     /* integer or f64 source */
+  FG_EXPORT_WHY_KEPT = 8,       /* mixture: llama.cpp does not quantize this tensor */
+  FG_EXPORT_WHY_RULE = 9,       /* mixture: a per-tensor rule chose the type (see .rule) */
+  FG_EXPORT_WHY_FALLBACK = 10,  /* rows are not whole blocks of .wanted: llama.cpp's fallback */
+  FG_EXPORT_WHY_OVERRIDE = 11,  /* output_type, token_embd_type, tensor_types or experts */
 } fg_export_why;
 
 /* Short words for messages: "copy", "convert", ... / "verbatim", "1-D", "norm", ... */

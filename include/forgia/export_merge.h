@@ -4,7 +4,7 @@
  *
  *   fg_export_merge_options o = {.adapters = "run/step-1000", .alpha = 16.0f};
  *   fg_export_merge *m;
- *   fg_export_merge_open(src, &o, &m);             // src: fg_ckpt_open of the base GGUF
+ *   fg_export_merge_create(src, &o, &m);             // src: fg_ckpt_open of the base GGUF
  *   fg_export_merge_run(m, "merged.gguf", NULL, NULL);
  *   fg_export_merge_free(m);
  *
@@ -61,7 +61,7 @@ typedef struct fg_export_merge fg_export_merge;
 
 /* Reads the adapters' header and checks every rule above against src (GGUF). The merge
  * borrows src: free it before closing src. */
-FG_API fg_status fg_export_merge_open(const fg_ckpt *src, const fg_export_merge_options *o, fg_export_merge **out);
+FG_API fg_status fg_export_merge_create(const fg_ckpt *src, const fg_export_merge_options *o, fg_export_merge **out);
 FG_API void fg_export_merge_free(fg_export_merge *m); /* NULL-safe */
 
 /* The adapters found (one per base tensor), and the base tensor and rank of adapter i. */

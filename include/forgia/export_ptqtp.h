@@ -66,14 +66,14 @@ FG_API fg_export_ptqtp_options fg_export_ptqtp_options_default(void);
 /* Why a tensor is kept, or FG_PTQTP_WHY_QUANTIZE. */
 typedef enum fg_export_ptqtp_why {
   FG_PTQTP_WHY_QUANTIZE = 0,
-  FG_PTQTP_WHY_SHAPE,        /* not 2-D, nor a 3-D "_exps" stack, or empty */
-  FG_PTQTP_WHY_NOT_WEIGHT,   /* name does not end with ".weight" */
-  FG_PTQTP_WHY_NORM,         /* "norm" in the name */
-  FG_PTQTP_WHY_ROW,          /* ne[0] not a multiple of 256 */
-  FG_PTQTP_WHY_SOURCE,       /* a type the reference does not decode, or already ternary */
-  FG_PTQTP_WHY_DEFAULT,      /* embeddings / output head under the default name policy */
-  FG_PTQTP_WHY_NOT_INCLUDED, /* matches no include substring */
-  FG_PTQTP_WHY_EXCLUDED,     /* matches an exclude substring */
+  FG_PTQTP_WHY_SHAPE = 1,        /* not 2-D, nor a 3-D "_exps" stack, or empty */
+  FG_PTQTP_WHY_NOT_WEIGHT = 2,   /* name does not end with ".weight" */
+  FG_PTQTP_WHY_NORM = 3,         /* "norm" in the name */
+  FG_PTQTP_WHY_ROW = 4,          /* ne[0] not a multiple of 256 */
+  FG_PTQTP_WHY_SOURCE = 5,       /* a type the reference does not decode, or already ternary */
+  FG_PTQTP_WHY_DEFAULT = 6,      /* embeddings / output head under the default name policy */
+  FG_PTQTP_WHY_NOT_INCLUDED = 7, /* matches no include substring */
+  FG_PTQTP_WHY_EXCLUDED = 8,     /* matches an exclude substring */
 } fg_export_ptqtp_why;
 
 /* "quantize", "not a matrix", ... */

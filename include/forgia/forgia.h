@@ -7,6 +7,9 @@
  *                             devices); *_close is NULL-safe.
  *   *_create / *_free         things built in memory (writers, plans, rings, streams, events,
  *                             models); *_free is NULL-safe.
+ *   *_open_<source>, *_from_<source>
+ *                             more constructors of the same thing from another source (bytes,
+ *                             a mapping, a parsed file, a vocabulary); same destructor.
  *   *_retain / *_release      reference counting (mappings).
  *   *_find                    returns a borrowed pointer, or NULL when absent.
  *   *_get                     returns an fg_status (FG_ERR_NOT_FOUND with a message when absent)

@@ -52,7 +52,7 @@ typedef enum fg_imatrix_format {
   FG_IMATRIX_LEGACY = 1,
 } fg_imatrix_format;
 
-/* One entry, borrowed from the matrix (valid until fg_imatrix_free). */
+/* One entry, borrowed from the matrix (valid until fg_imatrix_close). */
 typedef struct fg_imatrix_entry {
   const char *name;      /* the weight tensor's name, e.g. "blk.0.attn_q.weight" */
   const float *weights;  /* n_values floats: expert e's weights start at e * (n_values / n_counts) */
@@ -64,14 +64,14 @@ typedef struct fg_imatrix_entry {
 FG_API fg_status fg_imatrix_open(const char *path, fg_imatrix **out);
 /* The same from caller-owned bytes (copied as needed); label names them in messages. */
 FG_API fg_status fg_imatrix_open_bytes(const void *data, size_t len, const char *label, fg_imatrix **out);
-FG_API void fg_imatrix_free(fg_imatrix *m); /* NULL-safe */
+FG_API void fg_imatrix_close(fg_imatrix *m); /* NULL-safe */
 
 FG_API fg_imatrix_format fg_imatrix_format_of(const fg_imatrix *m);
 /* Entries in name order (byte-wise), as llama.cpp's std::map holds them. */
 FG_API size_t fg_imatrix_count(const fg_imatrix *m);
 FG_API fg_status fg_imatrix_entry_at(const fg_imatrix *m, size_t i, fg_imatrix_entry *out);
 /* The entry stored under exactly this name: FG_ERR_NOT_FOUND when there is none. */
-FG_API fg_status fg_imatrix_find(const fg_imatrix *m, const char *name, fg_imatrix_entry *out);
+FG_API fg_status fg_imatrix_get(const fg_imatrix *m, const char *name, fg_imatrix_entry *out);
 
 /* The weights for one tensor to quantize, as llama-quantize picks them: the entry under the
  * tensor's name, which must hold n_per_row * n_experts values (n_experts 1 for a dense

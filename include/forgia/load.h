@@ -4,7 +4,7 @@
  *   fg_load_options_init(&o);
  *   o.dtype = FG_LOAD_DTYPE_F32;                        // widen f16/bf16, dequantize blocks
  *   fg_model *m;
- *   if (fg_load("model.gguf", dev, &o, &m)) { fprintf(stderr, "%s\n", fg_last_error()); ... }
+ *   if (fg_model_create("model.gguf", dev, &o, &m)) { fprintf(stderr, "%s\n", fg_last_error()); ... }
  *   const fg_model_tensor *w = fg_model_find(m, "blk.0.attn_q.weight");
  *   ...
  *   fg_model_free(m);                             // before fg_device_close(dev)
@@ -51,10 +51,10 @@
  * device memory included. Borrowed CPU tensors are as safe as any mmap: changing the file
  * after the load changes (or, when truncated, faults) what they point at.
  *
- * Threads: fg_load may be called from several threads with different devices or options;
+ * Threads: fg_model_create may be called from several threads with different devices or options;
  * a fg_load_ring is used by one load at a time. A loaded fg_model is immutable: its getters
  * may be called from many threads (fg_model_free only once they are done). The progress
- * callback runs on the thread that called fg_load. */
+ * callback runs on the thread that called fg_model_create. */
 #ifndef FORGIA_LOAD_H
 #define FORGIA_LOAD_H
 
@@ -167,7 +167,7 @@ typedef struct fg_load_options {
   /* A model from an earlier load, handed over to this one: its owned memory becomes this
    * load's output when it is on the same device and holds the output (CPU: its unused tail
    * is returned to the system; a device: it may be at most twice the size needed), so the
-   * output's pages are already faulted in and nothing is zeroed on the way. fg_load frees
+   * output's pages are already faulted in and nothing is zeroed on the way. fg_model_create frees
    * it before it returns, whatever the outcome (what it does not take, before the new
    * output is allocated); no other thread may use it meanwhile. NULL: fresh memory. */
   fg_model *recycle;
@@ -199,7 +199,7 @@ typedef struct fg_model_tensor {
 } fg_model_tensor;
 
 typedef struct fg_load_stats {
-  double seconds;            /* wall time of fg_load, ring setup included */
+  double seconds;            /* wall time of fg_model_create, ring setup included */
   double ring_seconds;       /* of which allocating and pinning a ring made for this load */
   size_t tensors;            /* loaded */
   size_t tensors_skipped;    /* rejected by the filter */
@@ -217,7 +217,7 @@ typedef struct fg_load_stats {
 /* Loads path onto dev. opt may be NULL (defaults). On success *out is a new model that
  * borrows dev (free the model first); on failure *out is untouched and nothing is left
  * allocated. */
-FG_API fg_status fg_load(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out);
+FG_API fg_status fg_model_create(const char *path, fg_device *dev, const fg_load_options *opt, fg_model **out);
 /* Frees every tensor, the model's device memory and its mappings. NULL-safe. */
 FG_API void fg_model_free(fg_model *m);
 
@@ -230,7 +230,7 @@ FG_API const fg_model_tensor *fg_model_find(const fg_model *m, const char *name)
 FG_API fg_status fg_model_get(const fg_model *m, const char *name, const fg_model_tensor **out);
 
 FG_API fg_device *fg_model_device(const fg_model *m);
-FG_API const char *fg_model_path(const fg_model *m);    /* the path given to fg_load */
+FG_API const char *fg_model_path(const fg_model *m);    /* the path given to fg_model_create */
 FG_API const char *fg_model_format(const fg_model *m);  /* "gguf" or "safetensors" */
 /* The files of the source (split parts or shards), as fg_model_tensor.file numbers them. */
 FG_API size_t fg_model_file_count(const fg_model *m);

@@ -106,8 +106,9 @@ FG_API fg_status fg_lora_registry_entries(fg_lora *l, const char *prefix, char n
 
 /* The targets of a transformer block, in Fucina's order and checkpoint names. */
 typedef enum fg_lora_target {
-  FG_LORA_Q = 0, FG_LORA_K, FG_LORA_V, FG_LORA_O, FG_LORA_GATE, FG_LORA_UP, FG_LORA_DOWN,
-  FG_LORA_TARGET_COUNT
+  FG_LORA_Q = 0, FG_LORA_K = 1, FG_LORA_V = 2, FG_LORA_O = 3,
+  FG_LORA_GATE = 4, FG_LORA_UP = 5, FG_LORA_DOWN = 6,
+  FG_LORA_TARGET_COUNT = 7
 } fg_lora_target;
 /* "q" "k" "v" "o" "gate" "up" "down"; NULL for an unknown target. */
 FG_API const char *fg_lora_target_name(fg_lora_target t);
@@ -131,15 +132,15 @@ FG_API fg_status fg_lora_load(const char *path, const fg_lora_slot *set, size_t 
 /* w += scale * B A in place, w an f32 [out, in] tensor on the adapter's device. Only a frozen
  * base may be merged: the caller must not have it registered with an optimizer (the merge
  * would be stepped over). A read-only view (a file mapping) is FG_ERR_STATE, a 16-bit base
- * FG_ERR_TYPE (use fg_lora_merge_new), a block-quantized base FG_ERR_QUANTIZED_BASE. */
+ * FG_ERR_TYPE (use fg_lora_merge_copy), a block-quantized base FG_ERR_QUANTIZED_BASE. */
 FG_API fg_status fg_lora_merge_into(const fg_lora *l, fg_tensor *w, fg_stream *s);
 
 /* A NEW tensor of w's dtype (f32, f16 or bf16) holding w + scale * B A: each element widened
  * to f32, merged and rounded once. w is only read; name NULL takes w's. A block-quantized base
  * is FG_ERR_QUANTIZED_BASE (dequantizing, merging and quantizing again compounds the error:
  * dequantize to f32 yourself and merge into that). */
-FG_API fg_status fg_lora_merge_new(const fg_lora *l, const fg_tensor *w, const char *name, fg_tensor **out,
-                                   fg_stream *s);
+FG_API fg_status fg_lora_merge_copy(const fg_lora *l, const fg_tensor *w, const char *name, fg_tensor **out,
+                                    fg_stream *s);
 
 #ifdef __cplusplus
 }

@@ -31,11 +31,14 @@
 extern "C" {
 #endif
 
+/* Each op's number is written in its table row (elem/op_table.h); the count is the rows'. */
 typedef enum fg_op_kind {
-#define FG_OP_ENUM_(E, name, W, ns, rm, wm, dts) FG_OP_##E,
+#define FG_OP_ENUM_(E, id, name, W, ns, rm, wm, dts) FG_OP_##E = id,
   FG_OP_TABLE(FG_OP_ENUM_)
 #undef FG_OP_ENUM_
-  FG_OP_KIND_COUNT
+#define FG_OP_ONE_(E, id, name, W, ns, rm, wm, dts) +1
+  FG_OP_KIND_COUNT = 0 FG_OP_TABLE(FG_OP_ONE_)
+#undef FG_OP_ONE_
 } fg_op_kind;
 
 /* "adamw", ...; NULL for an unknown kind. */

@@ -2,7 +2,7 @@
  * tensors, with the results left in device memory.
  *
  *   double *d;                                        // 1 + count doubles on dev
- *   fg_device_alloc(dev, (1 + count) * sizeof(double), (void **)&d);
+ *   fg_device_mem_alloc(dev, (1 + count) * sizeof(double), (void **)&d);
  *   fg_reduce_tensors(dev, FG_REDUCE_SUMSQ, grads, count, d + 1, d, s);   // queued on s
  *   fg_op_params p = {.f = {max_norm}, .dscalar = d};
  *   fg_op_run(dev, FG_OP_CLIP_SCALE, &p, list, count, s);                // no host round trip

@@ -106,7 +106,7 @@ FG_API bool fg_st_metadata_at(const fg_st_file *f, size_t i, const char **key, c
 FG_API bool fg_st_metadata_at_n(const fg_st_file *f, size_t i, const char **key, size_t *key_len,
                                 const char **value, size_t *value_len);
 /* The value under exactly this key (a key holding a NUL byte is reached only by index). */
-FG_API const char *fg_st_metadata_get(const fg_st_file *f, const char *key); /* NULL when absent */
+FG_API const char *fg_st_metadata_find(const fg_st_file *f, const char *key); /* NULL when absent */
 
 FG_API uint64_t fg_st_header_size(const fg_st_file *f);   /* N */
 FG_API uint64_t fg_st_data_start(const fg_st_file *f);    /* 8 + N, from the start of the input */

@@ -6,7 +6,7 @@
  *   - SentencePiece style (pieces with a score each, merged greedily by score, spaces as
  *     U+2581 "▁", byte fallback through the <0xXX> pieces).
  * The tokenizer never opens a file: the vocabulary is passed in (fg_tok_vocab), and
- * fg_tokenizer_new copies what it needs, so the caller's arrays may go away afterwards.
+ * fg_tokenizer_from_vocab copies what it needs, so the caller's arrays may go away afterwards.
  * The sources that do read files (a Hugging Face directory, a GGUF's metadata) are the
  * fg_tokenizer_from_* functions at the end.
  *
@@ -59,7 +59,7 @@ typedef enum fg_tok_prefix {
                                 prepend_scheme "always") */
 } fg_tok_prefix;
 
-/* A vocabulary, borrowed for the duration of fg_tokenizer_new only. */
+/* A vocabulary, borrowed for the duration of fg_tokenizer_from_vocab only. */
 typedef struct fg_tok_vocab {
   fg_tok_model model;
   size_t n_tokens;
@@ -93,8 +93,8 @@ typedef struct fg_tokenizer fg_tokenizer;
 /* Builds a tokenizer. FG_ERR_INVALID_ARG with a message naming the token, merge or name
  * at fault: a merge whose halves or joined text are not tokens, an id out of range, a
  * duplicate token, an unknown pre-tokenizer name, an SPM vocabulary without scores. */
-FG_API fg_status fg_tokenizer_new(const fg_tok_vocab *v, fg_tokenizer **out);
-FG_API void fg_tokenizer_free(fg_tokenizer *t); /* NULL-safe */
+FG_API fg_status fg_tokenizer_from_vocab(const fg_tok_vocab *v, fg_tokenizer **out);
+FG_API void fg_tokenizer_close(fg_tokenizer *t); /* NULL-safe */
 
 FG_API fg_tok_model fg_tokenizer_model(const fg_tokenizer *t);
 FG_API size_t fg_tokenizer_n_tokens(const fg_tokenizer *t);
@@ -105,7 +105,7 @@ FG_API bool fg_tokenizer_add_bos(const fg_tokenizer *t); /* the vocabulary's def
  * or "" for SPM. */
 FG_API const char *fg_tokenizer_pre(const fg_tokenizer *t);
 /* Id of a token's text (as stored, byte-mapped for BPE), or -1. */
-FG_API int32_t fg_tokenizer_find(const fg_tokenizer *t, const char *text, size_t len);
+FG_API int32_t fg_tokenizer_index(const fg_tokenizer *t, const char *text, size_t len);
 
 /* Encodes len bytes of text (any bytes: invalid UTF-8 is carried through byte fallback or
  * the byte map). *ids is malloc'd (free with fg_tokenizer_free_ids), *n_ids its length;
@@ -127,7 +127,7 @@ FG_API void fg_tokenizer_free_text(char *text);
  * can never complete one are given as they are). The concatenation of every push and the
  * finish equals fg_tokenizer_decode of the same ids. */
 typedef struct fg_tok_stream fg_tok_stream;
-FG_API fg_status fg_tok_stream_new(const fg_tokenizer *t, fg_tok_stream **out);
+FG_API fg_status fg_tok_stream_create(const fg_tokenizer *t, fg_tok_stream **out);
 /* *bytes stays valid until the next call on s. */
 FG_API fg_status fg_tok_stream_push(fg_tok_stream *s, int32_t id, const char **bytes, size_t *len);
 /* The bytes still held (an incomplete character at the end); the stream starts afresh. */

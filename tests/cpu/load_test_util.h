@@ -230,7 +230,7 @@ inline void expect_model(const fg_model *m, const std::vector<Tensor> &ts, fg_lo
 
 inline fg_model *load_ok(const std::string &path, fg_device *dev, const fg_load_options *o) {
   fg_model *m = nullptr;
-  fg_status s = fg_load(path.c_str(), dev, o, &m);
+  fg_status s = fg_model_create(path.c_str(), dev, o, &m);
   EXPECT_EQ(FG_OK, s) << fg_status_name(s) << ": " << fg_last_error();
   return s == FG_OK ? m : nullptr;
 }

@@ -152,16 +152,16 @@ TEST(ChatSource, GgufDefaultAndNamedTemplates) {
   std::string path = gguf_with_templates(d, tmpl);
   char *t = nullptr;
   size_t n = 0;
-  ASSERT_EQ(fg_chat_template_open(path.c_str(), nullptr, &t, &n), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_chat_template_from_path(path.c_str(), nullptr, &t, &n), FG_OK) << fg_last_error();
   EXPECT_EQ(std::string(t, n), tmpl);
   fg_chat_free(t);
-  ASSERT_EQ(fg_chat_template_open(path.c_str(), "tool_use", &t, &n), FG_OK);
+  ASSERT_EQ(fg_chat_template_from_path(path.c_str(), "tool_use", &t, &n), FG_OK);
   EXPECT_EQ(std::string(t, n), "{{ 'the tool_use template' }}");
   fg_chat_free(t);
-  EXPECT_EQ(fg_chat_template_open(path.c_str(), "rag", &t, &n), FG_ERR_NOT_FOUND);
+  EXPECT_EQ(fg_chat_template_from_path(path.c_str(), "rag", &t, &n), FG_ERR_NOT_FOUND);
   EXPECT_NE(strstr(fg_last_error(), "tokenizer.chat_template.rag"), nullptr) << fg_last_error();
   // The tokenizer fixture itself carries no template: absent is NOT_FOUND naming the key.
-  EXPECT_EQ(fg_chat_template_open((std::string(FORGIA_TEST_DATA) + "/tok/smollm2.gguf").c_str(), nullptr, &t, &n),
+  EXPECT_EQ(fg_chat_template_from_path((std::string(FORGIA_TEST_DATA) + "/tok/smollm2.gguf").c_str(), nullptr, &t, &n),
             FG_ERR_NOT_FOUND);
   EXPECT_NE(strstr(fg_last_error(), "tokenizer.chat_template"), nullptr);
 }
@@ -204,7 +204,7 @@ TEST(ChatSource, HuggingFaceStringListAndJinjaFile) {
   fgt::write_file(d.file("tokenizer_config.json"), "{}", 2);
   EXPECT_EQ(fg_chat_template_from_hf_dir(d.path.c_str(), nullptr, &t, &n), FG_ERR_NOT_FOUND);
   fgt::write_file(d.file("chat_template.jinja"), q3.data(), q3.size());
-  ASSERT_EQ(fg_chat_template_open(d.path.c_str(), nullptr, &t, &n), FG_OK);
+  ASSERT_EQ(fg_chat_template_from_path(d.path.c_str(), nullptr, &t, &n), FG_OK);
   EXPECT_EQ(std::string(t, n), q3);
   fg_chat_free(t);
   // Malformed configs are errors naming the file.
@@ -253,11 +253,11 @@ TEST(ChatCli, TokenizeChatPrintsThePromptThenItsIds) {
   std::string expect;
   for (size_t i = 0; i < n; i++) expect += (i ? " " : "") + std::to_string(ids[i]);
   EXPECT_EQ(ids_line, expect + "\n");
-  int32_t im_start = fg_tokenizer_find(tok, "<|im_start|>", 12);
+  int32_t im_start = fg_tokenizer_index(tok, "<|im_start|>", 12);
   ASSERT_GE(im_start, 0);
   EXPECT_EQ(ids[0], im_start);
   fg_tokenizer_free_ids(ids);
-  fg_tokenizer_free(tok);
+  fg_tokenizer_close(tok);
 
   // Usage errors and an unrecognised template.
   EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " tokenize " + path + " --text x --chat " + d.file("m.json"), &out, &err),

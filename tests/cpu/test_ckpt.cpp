@@ -238,7 +238,7 @@ TEST(Ckpt, LonePartsAreRefused) {
     EXPECT_EQ(e.rfind(p + ": part ", 0), 0u) << e;
     EXPECT_NE(e.find("-00001-of-00003.gguf"), std::string::npos) << e;
     fg_model *m = nullptr;
-    EXPECT_EQ(fg_load(p.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
+    EXPECT_EQ(fg_model_create(p.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
     EXPECT_EQ(m, nullptr);
   }
 
@@ -257,7 +257,7 @@ TEST(Ckpt, LonePartsAreRefused) {
   EXPECT_EQ(std::string(fg_last_error()), shard1 + ": a shard of the checkpoint indexed by " + hf.file(FG_ST_INDEX_NAME) +
                                               "; open that index or the folder " + hf.path + ", which opens every shard");
   fg_model *m = nullptr;
-  EXPECT_EQ(fg_load(shard1.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
+  EXPECT_EQ(fg_model_create(shard1.c_str(), dev, nullptr, &m), FG_ERR_INVALID_ARG);
   // The index and the folder open both shards.
   for (const std::string &p : {hf.path, hf.file(FG_ST_INDEX_NAME)}) {
     ASSERT_EQ(fg_ckpt_open(p.c_str(), &c), FG_OK) << fg_last_error();
@@ -315,7 +315,7 @@ TEST(Ckpt, SafetensorsFile) {
   ASSERT_EQ(fg_ckpt_file_count(c), 1u);
   EXPECT_EQ(std::string(fg_ckpt_file_at(c, 0)->path), path);
   const fg_st_file *sf = fg_st_dir_shard(d, 0);
-  EXPECT_STREQ(fg_st_metadata_get(sf, "format"), "pt");
+  EXPECT_STREQ(fg_st_metadata_find(sf, "format"), "pt");
   ASSERT_EQ(fg_ckpt_count(c), ts.size());
   for (const Tensor &t : ts) {
     const fg_ckpt_tensor *x = fg_ckpt_find(c, t.name.c_str());
@@ -481,7 +481,7 @@ TEST(Ckpt, FifoNeverBlocks) {
   ASSERT_EQ(fg_device_open("cpu", &dev), FG_OK);
   auto fut = std::async(std::launch::async, [&] {
     fg_model *m = nullptr;
-    fg_status s = fg_load(pipe.c_str(), dev, nullptr, &m);
+    fg_status s = fg_model_create(pipe.c_str(), dev, nullptr, &m);
     fg_model_free(m);
     return s;
   });
@@ -490,7 +490,7 @@ TEST(Ckpt, FifoNeverBlocks) {
     int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK);
     if (fd >= 0) close(fd);
   }
-  EXPECT_FALSE(blocked) << "fg_load blocked on a FIFO";
+  EXPECT_FALSE(blocked) << "fg_model_create blocked on a FIFO";
   EXPECT_EQ(fut.get(), FG_ERR_IO);
   fg_device_close(dev);
 }

@@ -16,8 +16,8 @@ TEST(Device, CpuAllocCopyMemset) {
   EXPECT_EQ(FG_DEVICE_CPU, fg_device_kind_of(d));
   EXPECT_STREQ("cpu", fg_device_spec(d));
   void *a, *b;
-  ASSERT_EQ(FG_OK, fg_device_alloc(d, 1 << 20, &a));
-  ASSERT_EQ(FG_OK, fg_device_alloc(d, 1 << 20, &b));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(d, 1 << 20, &a));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(d, 1 << 20, &b));
   EXPECT_EQ(0u, (uintptr_t)a % 256);
   std::vector<uint8_t> h(1 << 20), back(1 << 20);
   for (size_t i = 0; i < h.size(); i++) h[i] = (uint8_t)(i * 31 + 7);
@@ -28,9 +28,9 @@ TEST(Device, CpuAllocCopyMemset) {
   ASSERT_EQ(FG_OK, fg_device_memset(d, b, 0xab, 100));
   ASSERT_EQ(FG_OK, fg_device_copy(d, back.data(), b, 100, FG_COPY_D2H));
   for (int i = 0; i < 100; i++) ASSERT_EQ(0xab, back[i]);
-  fg_device_free(d, a);
-  fg_device_free(d, b);
-  fg_device_free(d, nullptr);
+  fg_device_mem_free(d, a);
+  fg_device_mem_free(d, b);
+  fg_device_mem_free(d, nullptr);
   fg_device_close(d);
   fg_device_close(nullptr);
 }
@@ -44,10 +44,10 @@ TEST(Device, CpuStreamsEventsPinned) {
   ASSERT_EQ(FG_OK, fg_event_create(d, &e0));
   ASSERT_EQ(FG_OK, fg_event_create(d, &e1));
   void *pin;
-  ASSERT_EQ(FG_OK, fg_host_alloc_pinned(d, 3 << 20, 0, &pin));
+  ASSERT_EQ(FG_OK, fg_device_pinned_alloc(d, 3 << 20, 0, &pin));
   std::memset(pin, 5, 3 << 20);
   void *dev;
-  ASSERT_EQ(FG_OK, fg_device_alloc(d, 3 << 20, &dev));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(d, 3 << 20, &dev));
   ASSERT_EQ(FG_OK, fg_event_record(e0, s));
   ASSERT_EQ(FG_OK, fg_device_copy_async(d, dev, pin, 3 << 20, FG_COPY_H2D, s));
   ASSERT_EQ(FG_OK, fg_event_record(e1, s));
@@ -61,8 +61,8 @@ TEST(Device, CpuStreamsEventsPinned) {
   EXPECT_GE(ms, 0.0f);
   ASSERT_EQ(FG_OK, fg_stream_sync(s));
   EXPECT_EQ(0, std::memcmp(dev, pin, 3 << 20));
-  fg_device_free(d, dev);
-  fg_host_free_pinned(d, pin);
+  fg_device_mem_free(d, dev);
+  fg_device_pinned_free(d, pin);
   fg_event_free(e0);
   fg_event_free(e1);
   fg_stream_free(s);

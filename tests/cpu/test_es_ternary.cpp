@@ -186,8 +186,8 @@ TEST(EsTernary, TritCallsLogAndUndo) {
   g.set(zero.data());
   uint64_t *idx = nullptr;
   uint8_t *code = nullptr;
-  ASSERT_EQ(FG_OK, fg_device_alloc(cpu.dev, 32 * 8, (void **)&idx));
-  ASSERT_EQ(FG_OK, fg_device_alloc(cpu.dev, 32, (void **)&code));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(cpu.dev, 32 * 8, (void **)&idx));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(cpu.dev, 32, (void **)&code));
   const uint64_t ss = 0x9F4EF6BE384916FEull;
   ASSERT_EQ(FG_OK, fg_es_trits_flip(cpu.dev, (uint8_t *)g.t->data, 512, ss, 32, false, idx, code, nullptr));
   const uint64_t first[6] = {295, 511, 439, 368, 159, 85};
@@ -220,8 +220,8 @@ TEST(EsTernary, TritCallsLogAndUndo) {
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_es_trits_undo(cpu.dev, (uint8_t *)g.t->data, 512, nullptr, code, 3, nullptr));
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_es_trits_move(nullptr, (uint8_t *)g.t->data, 512, mi, md, 1, nullptr));
   EXPECT_EQ(moved, g.bytes());
-  fg_device_free(cpu.dev, idx);
-  fg_device_free(cpu.dev, code);
+  fg_device_mem_free(cpu.dev, idx);
+  fg_device_mem_free(cpu.dev, code);
 }
 
 TEST(EsTernary, RegistrationChecks) {

@@ -103,7 +103,7 @@ TEST(ExportLlamaBytes, EveryMixtureEqualsLlamaQuantize) {
     fg_export_plan_free(p);
   }
   fg_ckpt_close(src);
-  fg_imatrix_free(im);
+  fg_imatrix_close(im);
 }
 
 }  // namespace

@@ -221,7 +221,7 @@ TEST(ExportLlamaQuant, TypesOfEveryCaseEqualLlamaQuantize) {
     }
     fg_ckpt_close(src);
   }
-  fg_imatrix_free(im);
+  fg_imatrix_close(im);
   EXPECT_GT(compared, 60000u);
   EXPECT_GE(refused, 20u);
 }
@@ -259,7 +259,7 @@ TEST(ExportLlamaQuant, TinyLlamaFilesEqualLlamaQuantize) {
     n++;
   }
   EXPECT_EQ(n, want.size());
-  fg_imatrix_free(im);
+  fg_imatrix_close(im);
   fg_ckpt_close(src);
 }
 

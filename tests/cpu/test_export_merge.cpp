@@ -79,7 +79,7 @@ fg_status merge_file(const std::string &in, const std::string &adapters, float a
   fg_export_merge *m = nullptr;
   fg_export_merge_options o = {adapters.c_str(), alpha, chunk};
   fg_status st = fg_ckpt_open(in.c_str(), &src);
-  if (!st) st = fg_export_merge_open(src, &o, &m);
+  if (!st) st = fg_export_merge_create(src, &o, &m);
   if (!st) st = fg_export_merge_run(m, out.c_str(), nullptr, nullptr);
   fg_export_merge_free(m);
   fg_ckpt_close(src);
@@ -153,7 +153,7 @@ TEST(ExportMerge, OpenReportsTheAdaptersAndTheirBases) {
   ASSERT_EQ(FG_OK, fg_ckpt_open(in.c_str(), &src));
   fg_export_merge_options o = {d.path.c_str(), 8.0f, 0};
   fg_export_merge *m = nullptr;
-  ASSERT_EQ(FG_OK, fg_export_merge_open(src, &o, &m)) << fg_last_error();
+  ASSERT_EQ(FG_OK, fg_export_merge_create(src, &o, &m)) << fg_last_error();
   ASSERT_EQ(3u, fg_export_merge_count(m));
   uint32_t r = 0;
   EXPECT_STREQ("blk.0.ffn_down.weight", fg_export_merge_base(m, 0, &r)); /* the file's order, by name */

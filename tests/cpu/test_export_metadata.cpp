@@ -98,7 +98,7 @@ TEST(ExportMetadata, NulBytesAndExactNumbersSurvive) {
   ASSERT_TRUE(fg_st_metadata_at_n(sf, 2, &k, &kl, &v, &vl));
   EXPECT_EQ(std::string(k, kl), std::string("a\0c", 3));
   EXPECT_EQ(std::string(v, vl), std::string("2\0003", 3));
-  EXPECT_STREQ(fg_st_metadata_get(sf, "a"), "x");  // not "1": "a\0b" is another key
+  EXPECT_STREQ(fg_st_metadata_find(sf, "a"), "x");  // not "1": "a\0b" is another key
   fg_st_close(sf);
 
   const std::string out = dir.file("out.gguf");

@@ -102,10 +102,10 @@ void expect_same(const char *file, const ExpFile &e) {
     EXPECT_EQ(std::memcmp(en.weights, e.entries[i].w.data(), e.entries[i].w.size() * 4), 0)
         << en.name << ": weights differ from llama-quantize's";
     fg_imatrix_entry f;
-    ASSERT_EQ(fg_imatrix_find(m, e.entries[i].name.c_str(), &f), FG_OK);
+    ASSERT_EQ(fg_imatrix_get(m, e.entries[i].name.c_str(), &f), FG_OK);
     EXPECT_EQ(f.weights, en.weights);
   }
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
 }
 
 TEST(Imatrix, FixturesGiveLlamaQuantizeWeights) {
@@ -123,7 +123,7 @@ TEST(Imatrix, WeightsForTensorChecksSize) {
   const float *w = nullptr;
   EXPECT_EQ(fg_imatrix_weights_for(m, "blk.0.ffn_down_exps.weight", 256, 4, &w), FG_OK) << fg_last_error();
   fg_imatrix_entry e;
-  ASSERT_EQ(fg_imatrix_find(m, "blk.0.ffn_down_exps.weight", &e), FG_OK);
+  ASSERT_EQ(fg_imatrix_get(m, "blk.0.ffn_down_exps.weight", &e), FG_OK);
   EXPECT_EQ(w, e.weights);
   EXPECT_EQ(e.n_counts, 4);
   // expert 1 saw no token: llama-quantize gives it weight 1 everywhere
@@ -134,8 +134,8 @@ TEST(Imatrix, WeightsForTensorChecksSize) {
   EXPECT_EQ(fg_imatrix_weights_for(m, "blk.9.attn_q.weight", 256, 1, &w), FG_ERR_NOT_FOUND);
   EXPECT_NE(std::string(fg_last_error()).find("blk.9.attn_q.weight"), std::string::npos);
   EXPECT_EQ(fg_imatrix_weights_for(m, "output.weight", 0, 1, &w), FG_ERR_INVALID_ARG);
-  fg_imatrix_free(m);
-  fg_imatrix_free(nullptr);
+  fg_imatrix_close(m);
+  fg_imatrix_close(nullptr);
 }
 
 // ---- malformed legacy files ----
@@ -168,7 +168,7 @@ fg_status open_bytes(const std::vector<uint8_t> &b, std::string *msg) {
   *msg = fg_last_error();
   if (st == FG_OK) EXPECT_NE(m, nullptr);
   else EXPECT_EQ(m, nullptr);
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
   return st;
 }
 
@@ -184,23 +184,23 @@ TEST(Imatrix, LegacyGoodAndTrailer) {
   ASSERT_EQ(fg_imatrix_entry_at(m, 0, &e), FG_OK);
   EXPECT_STREQ(e.name, "a.weight");
   EXPECT_EQ(e.weights[0], 3.0f);  // ncall 0: the values as stored
-  ASSERT_EQ(fg_imatrix_find(m, "b.weight", &e), FG_OK);
+  ASSERT_EQ(fg_imatrix_get(m, "b.weight", &e), FG_OK);
   EXPECT_EQ(e.weights[0], 2.0f);
   EXPECT_EQ(e.weights[1], 0.5f);
   EXPECT_EQ(fg_imatrix_dataset_count(m), 0u);
   EXPECT_EQ(fg_imatrix_chunk_count(m), 0);
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
   d.i32(7);  // chunk count only
   ASSERT_EQ(fg_imatrix_open_bytes(d.b.data(), d.b.size(), "t.dat", &m), FG_OK) << fg_last_error();
   EXPECT_EQ(fg_imatrix_chunk_count(m), 7);
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
   d.i32(3);
   d.str("abc");
   ASSERT_EQ(fg_imatrix_open_bytes(d.b.data(), d.b.size(), "t.dat", &m), FG_OK) << fg_last_error();
   ASSERT_EQ(fg_imatrix_dataset_count(m), 1u);
   EXPECT_STREQ(fg_imatrix_dataset(m, 0), "abc");
   EXPECT_EQ(fg_imatrix_dataset(m, 1), nullptr);
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
 }
 
 TEST(Imatrix, LegacyMalformed) {
@@ -377,7 +377,7 @@ TEST(Imatrix, GgufGoodRoundsCounts) {
   fg_imatrix *m = nullptr;
   ASSERT_EQ(fg_imatrix_open_bytes(b.data(), b.size(), "t.gguf", &m), FG_OK) << fg_last_error();
   fg_imatrix_entry e;
-  ASSERT_EQ(fg_imatrix_find(m, "x.weight", &e), FG_OK);
+  ASSERT_EQ(fg_imatrix_get(m, "x.weight", &e), FG_OK);
   ASSERT_EQ(e.n_values, 8);
   EXPECT_EQ(e.n_counts, 2);
   EXPECT_EQ(e.weights[0], 1.0f / 3.0f);
@@ -386,7 +386,7 @@ TEST(Imatrix, GgufGoodRoundsCounts) {
   EXPECT_EQ(fg_imatrix_chunk_count(m), 9);
   EXPECT_EQ(fg_imatrix_chunk_size(m), 512);
   EXPECT_STREQ(fg_imatrix_dataset(m, 0), "data.txt");
-  fg_imatrix_free(m);
+  fg_imatrix_close(m);
 }
 
 TEST(Imatrix, GgufMalformed) {

@@ -244,7 +244,7 @@ TEST_F(LoadCpu, NamesAndPredicateFilters) {
     o.names = bad;
     o.filter = nullptr;
     fg_model *none = nullptr;
-    EXPECT_EQ(FG_ERR_NOT_FOUND, fg_load(path.c_str(), dev, &o, &none));
+    EXPECT_EQ(FG_ERR_NOT_FOUND, fg_model_create(path.c_str(), dev, &o, &none));
     EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("no.such.tensor")) << fg_last_error();
     EXPECT_EQ(nullptr, none);
   }
@@ -330,7 +330,7 @@ TEST_F(LoadCpu, CancelFromProgressFreesEverything) {
     o.progress = record;
     o.progress_user = &pr;
     fg_model *m = nullptr;
-    EXPECT_EQ(FG_ERR_STATE, fg_load(path.c_str(), dev, &o, &m));
+    EXPECT_EQ(FG_ERR_STATE, fg_model_create(path.c_str(), dev, &o, &m));
     EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("cancelled")) << fg_last_error();
     EXPECT_EQ(nullptr, m);
     EXPECT_EQ(3u, pr.seen.size());
@@ -366,28 +366,28 @@ TEST_F(LoadCpu, ArgumentsAreChecked) {
   std::vector<ldt::Tensor> ts;
   std::string path = make_source(dir, "st", &ts);
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(nullptr, dev, nullptr, &m));
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), nullptr, nullptr, &m));
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, nullptr, nullptr));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(nullptr, dev, nullptr, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), nullptr, nullptr, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, nullptr, nullptr));
   fg_load_options o;
   fg_load_options_init(&o);
   o.dtype = (fg_load_dtype)9;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, &o, &m));
   fg_load_options_init(&o);
   o.flags = FG_LOAD_FLAG_STAGED;
   o.ring_bytes = 4096;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, &o, &m));
   o.ring_bytes = 0;
   o.ring_count = 65;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, &o, &m));
   fg_load_ring *r = nullptr;
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load_ring_create(dev, 0, 1 << 20, &r));
   EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load_ring_create(dev, 2, (size_t)2 << 30, &r));
   EXPECT_EQ(nullptr, r);
-  EXPECT_EQ(FG_ERR_NOT_FOUND, fg_load(dir.file("absent.gguf").c_str(), dev, nullptr, &m));
+  EXPECT_EQ(FG_ERR_NOT_FOUND, fg_model_create(dir.file("absent.gguf").c_str(), dev, nullptr, &m));
   std::string junk = dir.file("junk.bin");
   fgt::write_file(junk, "0123456789abcdef", 16);
-  EXPECT_EQ(FG_ERR_BAD_MAGIC, fg_load(junk.c_str(), dev, nullptr, &m));
+  EXPECT_EQ(FG_ERR_BAD_MAGIC, fg_model_create(junk.c_str(), dev, nullptr, &m));
   EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("junk.bin")) << fg_last_error();
   EXPECT_EQ(nullptr, m);
 
@@ -405,7 +405,7 @@ TEST_F(LoadCpu, ArgumentsAreChecked) {
 }
 
 TEST_F(LoadCpu, BorrowedTensorsOutliveNothingButTheModel) {
-  // The model keeps the mapping: the source is closed inside fg_load, yet the borrowed
+  // The model keeps the mapping: the source is closed inside fg_model_create, yet the borrowed
   // pointers stay readable until fg_model_free, even after the file is unlinked.
   fgt::TempDir dir;
   std::vector<ldt::Tensor> ts;

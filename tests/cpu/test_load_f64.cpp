@@ -170,12 +170,12 @@ TEST_F(LoadRead, KeepQuantWithDequantIsRefused) {
   o.dtype = FG_LOAD_DTYPE_DEQUANT;
   o.flags = FG_LOAD_FLAG_KEEP_QUANT;
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, &o, &m));
   EXPECT_EQ(nullptr, m);
   EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("KEEP_QUANT")) << fg_last_error();
   o.dtype = (fg_load_dtype)6;
   o.flags = 0;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path.c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path.c_str(), dev, &o, &m));
 }
 
 // The CLI: --dtype f64 lists f64 tensors, --keep-quant keeps the block types' own dtype.

@@ -107,7 +107,7 @@ void run_sabotage(fg_device *dev, int what, fg_status want, const char *says) {
       o.progress = sabotage;
       o.progress_user = &sb;
       fg_model *m = nullptr;
-      fg_status s = fg_load(path.c_str(), dev, &o, &m);
+      fg_status s = fg_model_create(path.c_str(), dev, &o, &m);
       EXPECT_TRUE(sb.done);
       EXPECT_EQ(want, s) << fg_status_name(s) << ": " << fg_last_error();
       std::string msg = fg_last_error();
@@ -156,7 +156,7 @@ TEST_F(LoadFaults, DeviceAllocationFailure) {
     o.dtype = FG_LOAD_DTYPE_F32;
     o.flags = flags;
     fg_model *m = nullptr;
-    EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_load(path.c_str(), dev, &o, &m)) << fg_last_error();
+    EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_model_create(path.c_str(), dev, &o, &m)) << fg_last_error();
     std::string msg = fg_last_error();
     EXPECT_NE(std::string::npos, msg.find("huge.safetensors")) << msg;
     EXPECT_NE(std::string::npos, msg.find("274877906944")) << msg;  // the bytes asked for
@@ -173,7 +173,7 @@ TEST_F(LoadFaults, MissingShard) {
   snprintf(shard, sizeof shard, "hf/model-00002-of-%05zu.safetensors", n);
   ASSERT_EQ(0, unlink(dir.file(shard).c_str()));
   fg_model *m = nullptr;
-  fg_status s = fg_load(dir.file("hf").c_str(), dev, nullptr, &m);
+  fg_status s = fg_model_create(dir.file("hf").c_str(), dev, nullptr, &m);
   EXPECT_NE(FG_OK, s);
   EXPECT_EQ(nullptr, m);
   EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("model-00002")) << fg_last_error();
@@ -199,7 +199,7 @@ TEST_F(LoadFaults, ConversionTheBuildCannotDo) {
   fg_load_options_init(&o);
   o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_UNSUPPORTED, fg_load(dir.file("q.gguf").c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_UNSUPPORTED, fg_model_create(dir.file("q.gguf").c_str(), dev, &o, &m));
   EXPECT_NE(std::string::npos, std::string(fg_last_error()).find("tensor q")) << fg_last_error();
 }
 

@@ -184,7 +184,7 @@ TEST_F(LoadWindows, RecycledModelIsFreedWhateverHappens) {
   fg_load_options_init(&o);
   o.recycle = a;
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_NOT_FOUND, fg_load(dir->file("missing.gguf").c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_NOT_FOUND, fg_model_create(dir->file("missing.gguf").c_str(), dev, &o, &m));
   EXPECT_EQ(nullptr, m);
   // bad options fail the same way with a model handed over
   a = load(FG_LOAD_DTYPE_F32, 1);
@@ -192,7 +192,7 @@ TEST_F(LoadWindows, RecycledModelIsFreedWhateverHappens) {
   o.recycle = a;
   o.dtype = FG_LOAD_DTYPE_DEQUANT;
   o.flags = FG_LOAD_FLAG_KEEP_QUANT;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(path->c_str(), dev, &o, &m));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(path->c_str(), dev, &o, &m));
   // an all-borrowed load owns no memory: the recycled model is simply freed
   a = load(FG_LOAD_DTYPE_F32, 1);
   ASSERT_NE(nullptr, a);

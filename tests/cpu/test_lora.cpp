@@ -216,7 +216,7 @@ TEST(Lora, MergeEqualsTheDenseReference) {
         merged = wt;
       } else {
         EXPECT_EQ(FG_ERR_TYPE, fg_lora_merge_into(l, wt, nullptr));
-        ASSERT_EQ(FG_OK, fg_lora_merge_new(l, wt, nullptr, &merged, nullptr)) << fg_last_error();
+        ASSERT_EQ(FG_OK, fg_lora_merge_copy(l, wt, nullptr, &merged, nullptr)) << fg_last_error();
         EXPECT_STREQ("blk.3.ffn_up.weight", merged->name);
         EXPECT_EQ(dt, merged->dtype);
         EXPECT_EQ(0, std::memcmp(wb.data(), fgt::lora_download_bytes(wt).data(), wb.size())) << "base changed";
@@ -259,7 +259,7 @@ TEST(Lora, SixteenBitMergeRoundsOnce) {
   fgt::lora_set(l->b, {0x1p-11f + 0x1p-23f});
   fg_tensor *w = fgt::lora_tensor(c.dev, "w", FG_F16, 1, 1, {1.0f});
   fg_tensor *m = nullptr;
-  ASSERT_EQ(FG_OK, fg_lora_merge_new(l, w, "merged", &m, nullptr));
+  ASSERT_EQ(FG_OK, fg_lora_merge_copy(l, w, "merged", &m, nullptr));
   uint16_t h;
   ASSERT_EQ(FG_OK, fg_tensor_download(m, &h, 2, nullptr));
   EXPECT_EQ(fg_f32_to_f16(1.0f + 0x1p-10f), h);
@@ -283,7 +283,7 @@ TEST(Lora, QuantizedAndReadOnlyBasesAreRefused) {
   EXPECT_EQ(FG_ERR_QUANTIZED_BASE, fg_lora_merge_into(l, wq, nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "blk.1.attn_v.weight")) << fg_last_error();
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "quantized base")) << fg_last_error();
-  EXPECT_EQ(FG_ERR_QUANTIZED_BASE, fg_lora_merge_new(l, wq, nullptr, &m, nullptr));
+  EXPECT_EQ(FG_ERR_QUANTIZED_BASE, fg_lora_merge_copy(l, wq, nullptr, &m, nullptr));
   EXPECT_EQ(nullptr, m);
   EXPECT_STREQ("FG_ERR_QUANTIZED_BASE", fg_status_name(FG_ERR_QUANTIZED_BASE));
 

@@ -100,7 +100,7 @@ TEST(OpenMapping, LoadedModelKeepsThePathItWasGiven) {
   fg_device *cpu = nullptr;
   ASSERT_EQ(fg_device_open("cpu", &cpu), FG_OK);
   fg_model *m = nullptr;
-  ASSERT_EQ(fg_load(p.c_str(), cpu, nullptr, &m), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_model_create(p.c_str(), cpu, nullptr, &m), FG_OK) << fg_last_error();
   EXPECT_EQ(std::string(fg_model_path(m)), p);
   EXPECT_STREQ(fg_model_format(m), "safetensors");
   fg_model_free(m);

@@ -29,17 +29,18 @@ struct OpInfo {
 };
 
 OpInfo info(fg_op_kind op) {
-  static const OpInfo t[] = {
-#define X(E, name, W, ns, rm, wm, dts) {W, ns, rm, wm},
-      FG_OP_TABLE(X)
+  switch (op) {
+#define X(E, id, name, W, ns, rm, wm, dts) \
+  case FG_OP_##E: return {W, ns, rm, wm};
+    FG_OP_TABLE(X)
 #undef X
-  };
-  return t[op];
+    default: ADD_FAILURE() << "op " << op; return {};
+  }
 }
 
 void call(fg_op_kind op, const fg_op_params *p, fg_op_vals *v, uint64_t seed, uint64_t c) {
   switch (op) {
-#define X(E, name, W, ns, rm, wm, dts) \
+#define X(E, id, name, W, ns, rm, wm, dts) \
   case FG_OP_##E:                                \
     fg_op_##name(p, v, seed, c);                 \
     break;

@@ -149,7 +149,7 @@ TEST(OptimCli, SetWithClipAndScheduleEqualsTheLibrary) {
       const int k = 3 + s;
       fg_tensor *t = ts[j];
       if (j == 1 && std::find(oc.skip.begin(), oc.skip.end(), k) != oc.skip.end()) {
-        fg_device_free(cpu, t->grad);
+        fg_device_mem_free(cpu, t->grad);
         t->grad = nullptr;
         continue;
       }

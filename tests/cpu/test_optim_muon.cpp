@@ -264,29 +264,29 @@ TEST(OptimMuon, NewtonSchulzMatchesDoubleReference) {
       std::vector<float> u = golden_stream(77 + rows * 1000 + cols, n, 2.0f), o(n, -1.0f);
       const std::vector<double> want = ns5_ref(u, rows, cols, 5);
       float *du = nullptr;
-      ASSERT_EQ(FG_OK, fg_device_alloc(dev, n * 4, (void **)&du));
+      ASSERT_EQ(FG_OK, fg_device_mem_alloc(dev, n * 4, (void **)&du));
       ASSERT_EQ(FG_OK, fg_device_copy(dev, du, u.data(), n * 4, FG_COPY_H2D));
       // Caller-owned workspace, out of place.
-      const size_t wb = fg_newton_schulz5_workspace(rows, cols);
+      const size_t wb = fg_muon_newton_schulz5_workspace(rows, cols);
       std::vector<uint8_t> work(wb);
-      ASSERT_EQ(FG_OK, fg_newton_schulz5(dev, mode, du, rows, cols, 5, o.data(), work.data(), wb, nullptr)) << fg_last_error();
+      ASSERT_EQ(FG_OK, fg_muon_newton_schulz5(dev, mode, du, rows, cols, 5, o.data(), work.data(), wb, nullptr)) << fg_last_error();
       double worst = 0;
       for (size_t i = 0; i < n; i++) worst = std::fmax(worst, std::fabs((double)o[i] - want[i]));
       EXPECT_LT(worst, 2e-5) << rows << "x" << cols << " mode " << mode;
       // In place with its own workspace: the same bits.
-      ASSERT_EQ(FG_OK, fg_newton_schulz5(dev, mode, du, rows, cols, 5, du, nullptr, 0, nullptr)) << fg_last_error();
+      ASSERT_EQ(FG_OK, fg_muon_newton_schulz5(dev, mode, du, rows, cols, 5, du, nullptr, 0, nullptr)) << fg_last_error();
       std::vector<float> o2(n);
       ASSERT_EQ(FG_OK, fg_device_copy(dev, o2.data(), du, n * 4, FG_COPY_D2H));
       EXPECT_EQ(0, std::memcmp(o.data(), o2.data(), n * 4));
-      fg_device_free(dev, du);
+      fg_device_mem_free(dev, du);
     }
   }
   float bad[4] = {0};
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_newton_schulz5(dev, FG_GEMM_EXACT, bad, 2, 2, 0, bad, nullptr, 0, nullptr));
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_newton_schulz5(dev, FG_GEMM_EXACT, bad, 0, 2, 5, bad, nullptr, 0, nullptr));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_muon_newton_schulz5(dev, FG_GEMM_EXACT, bad, 2, 2, 0, bad, nullptr, 0, nullptr));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_muon_newton_schulz5(dev, FG_GEMM_EXACT, bad, 0, 2, 5, bad, nullptr, 0, nullptr));
   uint8_t small[8];
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_newton_schulz5(dev, FG_GEMM_EXACT, bad, 2, 2, 5, bad, small, sizeof small, nullptr));
-  EXPECT_EQ(0u, fg_newton_schulz5_workspace(SIZE_MAX / 2, 3));
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_muon_newton_schulz5(dev, FG_GEMM_EXACT, bad, 2, 2, 5, bad, small, sizeof small, nullptr));
+  EXPECT_EQ(0u, fg_muon_newton_schulz5_workspace(SIZE_MAX / 2, 3));
   fg_device_close(dev);
 }
 
@@ -374,7 +374,7 @@ TEST(OptimMuon, GradSquaredNormFallbackFirst) {
   ASSERT_EQ(FG_OK, fg_device_copy(cpu.dev, f1->grad, tiny, 8, FG_COPY_H2D));
   ASSERT_EQ(FG_OK, fg_device_copy(cpu.dev, f2->grad, tiny, 8, FG_COPY_H2D));
   double *d = nullptr, host = 0;
-  ASSERT_EQ(FG_OK, fg_device_alloc(cpu.dev, 8, (void **)&d));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(cpu.dev, 8, (void **)&d));
   ASSERT_EQ(FG_OK, fg_optim_grad_squared_norm(o, d, nullptr));
   ASSERT_EQ(FG_OK, fg_device_copy(cpu.dev, &host, d, 8, FG_COPY_D2H));
   EXPECT_EQ(1.0 + 0x1p-52, host);
@@ -390,7 +390,7 @@ TEST(OptimMuon, GradSquaredNormFallbackFirst) {
   ASSERT_EQ(FG_OK, fg_optim_zero_grad(o, nullptr));
   ASSERT_EQ(FG_OK, fg_device_copy(cpu.dev, gf, f1->grad, 8, FG_COPY_D2H));
   EXPECT_EQ(0.0f, gf[0]);
-  fg_device_free(cpu.dev, d);
+  fg_device_mem_free(cpu.dev, d);
   fg_optim_free(o);
   for (fg_tensor *t : {m, f1, f2}) fg_tensor_free(t);
 }

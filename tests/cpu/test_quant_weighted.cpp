@@ -77,8 +77,8 @@ struct Fixtures {
     EXPECT_EQ(fg_imatrix_open((kDir + "imatrix.dat").c_str(), &dat), FG_OK) << fg_last_error();
   }
   ~Fixtures() {
-    fg_imatrix_free(gguf);
-    fg_imatrix_free(dat);
+    fg_imatrix_close(gguf);
+    fg_imatrix_close(dat);
   }
   // the weights a record used, through the reader (NULL: none)
   const float *weights(uint32_t wkind) const {

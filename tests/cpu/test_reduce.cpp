@@ -63,7 +63,7 @@ void run(fg_device *dev, fg_reduce_op op, const std::vector<Tensor> &list, std::
   std::vector<size_t> ns;
   for (const Tensor &t : list) xs.push_back(t.b.data()), dts.push_back(t.dt), ns.push_back(t.n());
   double *d;
-  ASSERT_EQ(FG_OK, fg_device_alloc(dev, (list.size() + 1) * 8, (void **)&d));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(dev, (list.size() + 1) * 8, (void **)&d));
   ASSERT_EQ(FG_OK, fg_reduce_list(dev, op, xs.data(), dts.data(), ns.data(), list.size(), per ? d + 1 : nullptr,
                                   total ? d : nullptr, s))
       << fg_last_error();
@@ -74,7 +74,7 @@ void run(fg_device *dev, fg_reduce_op op, const std::vector<Tensor> &list, std::
   ASSERT_EQ(FG_OK, fg_device_copy(dev, h.data(), d, h.size() * 8, FG_COPY_D2H));
   if (total) *total = h[0];
   if (per) per->assign(h.begin() + 1, h.end());
-  fg_device_free(dev, d);
+  fg_device_mem_free(dev, d);
 }
 
 double one(fg_device *dev, fg_reduce_op op, const Tensor &t) {
@@ -110,11 +110,11 @@ TEST(Reduce, EmptyGivesZero) {
     EXPECT_EQ(0u, dbits(one(c.dev, op, t))) << fg_reduce_op_name(op);
     // NULL data is fine for no values
     double *d;
-    ASSERT_EQ(FG_OK, fg_device_alloc(c.dev, 8, (void **)&d));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(c.dev, 8, (void **)&d));
     *d = 5.0;
     ASSERT_EQ(FG_OK, fg_reduce_array(c.dev, op, nullptr, FG_BF16, 0, d, nullptr)) << fg_last_error();
     EXPECT_EQ(0u, dbits(*d));
-    fg_device_free(c.dev, d);
+    fg_device_mem_free(c.dev, d);
   }
 }
 
@@ -274,11 +274,11 @@ TEST(Reduce, ListTotalsFollowListOrder) {
   EXPECT_EQ(7.5, mx);
   // No tensors: the total is +0.0.
   double *d;
-  ASSERT_EQ(FG_OK, fg_device_alloc(c.dev, 8, (void **)&d));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(c.dev, 8, (void **)&d));
   *d = 3.0;
   EXPECT_EQ(FG_OK, fg_reduce_list(c.dev, FG_REDUCE_SUMSQ, nullptr, nullptr, nullptr, 0, nullptr, d, nullptr));
   EXPECT_EQ(0u, dbits(*d));
-  fg_device_free(c.dev, d);
+  fg_device_mem_free(c.dev, d);
 }
 
 TEST(Reduce, TensorListAndStreams) {
@@ -301,7 +301,7 @@ TEST(Reduce, TensorListAndStreams) {
   fg_stream *s;
   ASSERT_EQ(FG_OK, fg_stream_create(c.dev, &s));
   double *d;
-  ASSERT_EQ(FG_OK, fg_device_alloc(c.dev, 4 * 8, (void **)&d));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(c.dev, 4 * 8, (void **)&d));
   for (int rep = 0; rep < 3; rep++)  // repeated calls reuse the stream's scratch
     for (fg_reduce_op op : kOps) {
       ASSERT_EQ(FG_OK, fg_reduce_tensors(c.dev, op, ts.data(), ts.size(), d + 1, d, rep == 1 ? nullptr : s))
@@ -314,7 +314,7 @@ TEST(Reduce, TensorListAndStreams) {
       for (size_t i = 0; i < 3; i++) EXPECT_BITS(want[i], h[1 + i], fg_reduce_op_name(op) << " tensor " << i);
       EXPECT_BITS(fgt::ref_total(op, want), h[0], fg_reduce_op_name(op) << " total");
     }
-  fg_device_free(c.dev, d);
+  fg_device_mem_free(c.dev, d);
   fg_stream_free(s);
   for (fg_tensor *t : ts) fg_tensor_free(t);
 }
@@ -328,7 +328,7 @@ TEST(Reduce, SumOfSquaresFeedsClipScaleWithoutHostCopy) {
   fg_stream *s;
   ASSERT_EQ(FG_OK, fg_stream_create(c.dev, &s));
   double *total;
-  ASSERT_EQ(FG_OK, fg_device_alloc(c.dev, 8, (void **)&total));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(c.dev, 8, (void **)&total));
   std::vector<const void *> xs;
   std::vector<fg_dtype> dts;
   std::vector<size_t> ns;
@@ -357,7 +357,7 @@ TEST(Reduce, SumOfSquaresFeedsClipScaleWithoutHostCopy) {
       const float want = host[t][i] * coef;
       ASSERT_EQ(0, std::memcmp(&want, &g[t][i], 4)) << "tensor " << t << " element " << i;
     }
-  fg_device_free(c.dev, total);
+  fg_device_mem_free(c.dev, total);
   fg_stream_free(s);
 }
 

@@ -270,7 +270,7 @@ TEST(Rng, FucinaGoldenFileCpuDevice) {
     const size_t n = g.u("n");
     const bool mask = r.kind == FG_RNG_KEEP_MASK;
     void *d = nullptr;
-    ASSERT_EQ(fg_device_alloc(dev, n * 4, &d), FG_OK);
+    ASSERT_EQ(fg_device_mem_alloc(dev, n * 4, &d), FG_OK);
     ASSERT_EQ(fg_rng_fill(dev, &r, d, mask ? FG_U8 : FG_F32, n, nullptr), FG_OK) << fg_last_error() << "\n" << g.line;
     std::vector<uint8_t> back(n * 4);
     ASSERT_EQ(fg_device_copy(dev, back.data(), d, mask ? n : 4 * n, FG_COPY_D2H), FG_OK);
@@ -295,7 +295,7 @@ TEST(Rng, FucinaGoldenFileCpuDevice) {
       }
       expect_matches(g, m.data(), n, "dropout op");
     }
-    fg_device_free(dev, d);
+    fg_device_mem_free(dev, d);
   }
   fg_device_close(dev);
 }
@@ -337,7 +337,7 @@ TEST(Rng, CpuDeviceFillIsThreadCountInvariantAndNarrowsLikeTheOpLayer) {
   const size_t n = (1u << 20) + 3;
   const fg_rng_spec specs[] = {gauss_fast(77, 5), uniform(77, -1, 1, 5), kaiming(77, 3, 5), gauss(77, 5, 2.0f)};
   void *d = nullptr;
-  ASSERT_EQ(fg_device_alloc(dev, n * 4, &d), FG_OK);
+  ASSERT_EQ(fg_device_mem_alloc(dev, n * 4, &d), FG_OK);
   const int saved = omp_get_max_threads();
   for (fg_rng_spec r : specs) {
     std::vector<float> want = host(r, n), got(n);
@@ -363,7 +363,7 @@ TEST(Rng, CpuDeviceFillIsThreadCountInvariantAndNarrowsLikeTheOpLayer) {
   ASSERT_EQ(fg_rng_fill(dev, &k, d, FG_BOOL, n, nullptr), FG_OK) << fg_last_error();
   ASSERT_EQ(fg_device_copy(dev, got.data(), d, n, FG_COPY_D2H), FG_OK);
   EXPECT_EQ(got, want);
-  fg_device_free(dev, d);
+  fg_device_mem_free(dev, d);
 
   // a whole tensor, and a read-only one refused
   fg_tensor *t = nullptr;
@@ -426,12 +426,12 @@ TEST(Rng, RefusesBadArgumentsAndWritesNothing) {
   fg_device *dev = nullptr;
   ASSERT_EQ(fg_device_open("cpu", &dev), FG_OK);
   void *d = nullptr;
-  ASSERT_EQ(fg_device_alloc(dev, 64, &d), FG_OK);
+  ASSERT_EQ(fg_device_mem_alloc(dev, 64, &d), FG_OK);
   EXPECT_EQ(fg_rng_fill(dev, &g, d, FG_U8, 4, nullptr), FG_ERR_TYPE);
   fg_rng_spec k = keep(1, 0.5f);
   EXPECT_EQ(fg_rng_fill(dev, &k, d, FG_F32, 4, nullptr), FG_ERR_TYPE);
   EXPECT_EQ(fg_rng_fill(nullptr, &g, d, FG_F32, 4, nullptr), FG_ERR_INVALID_ARG);
-  fg_device_free(dev, d);
+  fg_device_mem_free(dev, d);
   fg_device_close(dev);
 }
 

@@ -250,8 +250,8 @@ TEST(SafetensorsParse, MetadataInFileOrderAndNamesWithNul) {
   ASSERT_TRUE(fg_st_metadata_at(f, 2, &k, &v));
   EXPECT_STREQ(k, "\xc3\xa9");
   EXPECT_STREQ(v, "\n");
-  EXPECT_STREQ(fg_st_metadata_get(f, "a"), "1");
-  EXPECT_EQ(fg_st_metadata_get(f, "c"), nullptr);
+  EXPECT_STREQ(fg_st_metadata_find(f, "a"), "1");
+  EXPECT_EQ(fg_st_metadata_find(f, "c"), nullptr);
   // header order vs offset order
   EXPECT_STREQ(fg_st_tensor_at(f, 0)->name, "z");
   const fg_st_tensor *t = fg_st_tensor_by_offset(f, 0);
@@ -335,7 +335,7 @@ TEST(SafetensorsFrames, SeveralFramesShareAStream) {
       float x;
       memcpy(&x, t->data + 4 * k, 4);
       EXPECT_EQ(x, (float)k);
-      EXPECT_STREQ(fg_st_metadata_get(f, "frame"), k == 0 ? "zero" : k == 1 ? "one" : "two");
+      EXPECT_STREQ(fg_st_metadata_find(f, "frame"), k == 0 ? "zero" : k == 1 ? "one" : "two");
       fg_st_close(f);
     }
     char tail[5] = {0};

@@ -311,7 +311,7 @@ TEST(SafetensorsDir, ShardedRoundTrip) {
     size_t shard;
     fg_st_dir_find(d, "head", &shard);
     EXPECT_EQ(shard, 3u);
-    EXPECT_STREQ(fg_st_metadata_get(fg_st_dir_shard(d, 1), "format"), "pt");
+    EXPECT_STREQ(fg_st_metadata_find(fg_st_dir_shard(d, 1), "format"), "pt");
     int64_t hs = 0;
     EXPECT_EQ(fg_st_dir_config_int(d, "hidden_size", &hs), FG_OK);
     EXPECT_EQ(hs, 64);

@@ -82,7 +82,7 @@ void expect_golden(const char *what, const cJSON *g, const std::vector<std::vect
 
 struct Tok {
   fg_tokenizer *t = nullptr;
-  ~Tok() { fg_tokenizer_free(t); }
+  ~Tok() { fg_tokenizer_close(t); }
 };
 
 std::vector<int32_t> encode(const fg_tokenizer *t, const std::string &s, bool bos = false) {
@@ -105,7 +105,7 @@ std::string decode(const fg_tokenizer *t, const std::vector<int32_t> &ids) {
 
 std::string stream_decode(const fg_tokenizer *t, const std::vector<int32_t> &ids) {
   fg_tok_stream *s = nullptr;
-  EXPECT_EQ(fg_tok_stream_new(t, &s), FG_OK);
+  EXPECT_EQ(fg_tok_stream_create(t, &s), FG_OK);
   std::string out;
   for (int32_t id : ids) {
     const char *b;
@@ -205,7 +205,7 @@ TEST(Tokenizer, SmolLM2GuideExampleAndGgufFields) {
   EXPECT_EQ(fg_tokenizer_model(t.t), FG_TOK_BPE);
   EXPECT_EQ(fg_tokenizer_n_tokens(t.t), 49152u);
   // SmolLM2's <|im_start|> is one id, matched whole inside text.
-  int32_t im = fg_tokenizer_find(t.t, "<|im_start|>", 12);
+  int32_t im = fg_tokenizer_index(t.t, "<|im_start|>", 12);
   ASSERT_GE(im, 0);
   std::vector<int32_t> ids = encode(t.t, "x<|im_start|>y");
   ASSERT_EQ(ids.size(), 3u);
@@ -234,10 +234,10 @@ TEST(Tokenizer, HfConfigGivesBosAndAddBos) {
   ASSERT_EQ(fg_tokenizer_open((kDir + "llama3").c_str(), &t.t), FG_OK) << fg_last_error();
   EXPECT_STREQ(fg_tokenizer_pre(t.t), "llama3");
   EXPECT_TRUE(fg_tokenizer_add_bos(t.t));
-  int32_t bos = fg_tokenizer_find(t.t, "<|begin_of_text|>", 17);
+  int32_t bos = fg_tokenizer_index(t.t, "<|begin_of_text|>", 17);
   ASSERT_GE(bos, 0);
   EXPECT_EQ(fg_tokenizer_bos(t.t), bos);
-  EXPECT_EQ(fg_tokenizer_eos(t.t), fg_tokenizer_find(t.t, "<|end_of_text|>", 15));
+  EXPECT_EQ(fg_tokenizer_eos(t.t), fg_tokenizer_index(t.t, "<|end_of_text|>", 15));
   std::vector<int32_t> a = encode(t.t, "Hello", true), b = encode(t.t, "Hello", false);
   ASSERT_EQ(a.size(), b.size() + 1);
   EXPECT_EQ(a[0], bos);
@@ -246,8 +246,8 @@ TEST(Tokenizer, HfConfigGivesBosAndAddBos) {
   ASSERT_EQ(fg_tokenizer_open((kDir + "qwen35").c_str(), &q.t), FG_OK) << fg_last_error();
   std::vector<int32_t> ids = encode(q.t, "<think>\n\n</think>");
   ASSERT_GE(ids.size(), 3u);
-  EXPECT_EQ(ids.front(), fg_tokenizer_find(q.t, "<think>", 7));
-  EXPECT_EQ(ids.back(), fg_tokenizer_find(q.t, "</think>", 8));
+  EXPECT_EQ(ids.front(), fg_tokenizer_index(q.t, "<think>", 7));
+  EXPECT_EQ(ids.back(), fg_tokenizer_index(q.t, "</think>", 8));
   EXPECT_FALSE(fg_tokenizer_add_bos(q.t));
   EXPECT_EQ(fg_tokenizer_bos(q.t), -1);
 }
@@ -311,7 +311,7 @@ TEST(Tokenizer, StreamHoldsIncompleteCharacters) {
   std::vector<int32_t> ids = encode(t.t, parrot);
   ASSERT_EQ(ids.size(), 5u);
   fg_tok_stream *s;
-  ASSERT_EQ(fg_tok_stream_new(t.t, &s), FG_OK);
+  ASSERT_EQ(fg_tok_stream_create(t.t, &s), FG_OK);
   std::string out;
   std::vector<size_t> lens;
   for (int32_t id : ids) {
@@ -348,7 +348,7 @@ TEST(Tokenizer, BpeMergeOrderOnHandBuiltVocabulary) {
   v.n_added = 2;
   Tok t;
   // Bytes outside a, b, c have no token: building works, encoding such a byte fails by name.
-  ASSERT_EQ(fg_tokenizer_new(&v, &t.t), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_tokenizer_from_vocab(&v, &t.t), FG_OK) << fg_last_error();
   EXPECT_EQ(encode(t.t, "abc"), (std::vector<int32_t>{5}));           // b c (rank 0), then a bc
   EXPECT_EQ(encode(t.t, "abab"), (std::vector<int32_t>{3, 3}));       // a b everywhere
   EXPECT_EQ(encode(t.t, "aaa"), (std::vector<int32_t>{6, 0}));        // leftmost a a first
@@ -373,10 +373,10 @@ TEST(Tokenizer, BpeMergeOrderOnHandBuiltVocabulary) {
   w.merges = merges2;
   w.pre = "llama-bpe";
   Tok plain, ign;
-  ASSERT_EQ(fg_tokenizer_new(&w, &plain.t), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_tokenizer_from_vocab(&w, &plain.t), FG_OK) << fg_last_error();
   EXPECT_EQ(encode(plain.t, "abc"), (std::vector<int32_t>{3, 2}));
   w.ignore_merges = true;
-  ASSERT_EQ(fg_tokenizer_new(&w, &ign.t), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_tokenizer_from_vocab(&w, &ign.t), FG_OK) << fg_last_error();
   EXPECT_EQ(encode(ign.t, "abc"), (std::vector<int32_t>{4}));
   EXPECT_STREQ(fg_tokenizer_pre(ign.t), "llama3");
 }
@@ -409,7 +409,7 @@ TEST(Tokenizer, SpmScoresSpacesAndByteFallback) {
   for (size_t i = 9; i < p.size(); i++) types[i] = FG_TOK_TYPE_BYTE;
   v.token_type = types.data();
   Tok t;
-  ASSERT_EQ(fg_tokenizer_new(&v, &t.t), FG_OK) << fg_last_error();
+  ASSERT_EQ(fg_tokenizer_from_vocab(&v, &t.t), FG_OK) << fg_last_error();
   // "▁ab": a b (-2) beats ▁ a (-3); then ▁ ab (-0.5).
   EXPECT_EQ(encode(t.t, "ab"), (std::vector<int32_t>{8}));
   EXPECT_EQ(encode(t.t, "ab", true), (std::vector<int32_t>{1, 8}));
@@ -422,7 +422,7 @@ TEST(Tokenizer, SpmScoresSpacesAndByteFallback) {
 
 void expect_refused(const fg_tok_vocab &v, fg_status want, const char *needle) {
   fg_tokenizer *t = nullptr;
-  EXPECT_EQ(fg_tokenizer_new(&v, &t), want) << needle;
+  EXPECT_EQ(fg_tokenizer_from_vocab(&v, &t), want) << needle;
   EXPECT_EQ(t, nullptr);
   EXPECT_NE(strstr(fg_last_error(), needle), nullptr) << fg_last_error();
 }

@@ -596,7 +596,7 @@ TEST(TruncatedLoad, MidTensorThenRestored) {
       o.progress = cut_when_first_done;
       o.progress_user = &mt;
       fg_model *m = nullptr;
-      fg_status s = fg_load(path.c_str(), dev, &o, &m);
+      fg_status s = fg_model_create(path.c_str(), dev, &o, &m);
       EXPECT_TRUE(mt.done);
       EXPECT_EQ(FG_ERR_TRUNCATED, s) << fg_status_name(s) << ": " << fg_last_error();
       std::string msg = fg_last_error();
@@ -638,7 +638,7 @@ TEST(TruncatedLoad, RacingTruncationNeverKills) {
       EXPECT_EQ(0, truncate(path.c_str(), 3 << 20));
     });
     fg_model *m = nullptr;
-    fg_status s = fg_load(path.c_str(), dev, &o, &m);
+    fg_status s = fg_model_create(path.c_str(), dev, &o, &m);
     cutter.join();
     // Early cuts fail the parse instead (the file is short before it is opened).
     if (s) {

@@ -28,14 +28,14 @@ TEST(CudaDequant, EveryDecodableTypeMatchesCpuBitwise) {
     std::vector<float> c(rows * n), g(rows * n);
     ASSERT_EQ(FG_OK, fg_convert(cpu, c.data(), FG_F32, q.data(), t, c.size(), nullptr));
     void *dq, *dy;
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, q.size(), &dq));
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, g.size() * 4, &dy));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, q.size(), &dq));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, g.size() * 4, &dy));
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, dq, q.data(), q.size(), FG_COPY_H2D));
     ASSERT_EQ(FG_OK, fg_convert(gpu, dy, FG_F32, dq, t, g.size(), nullptr)) << fg_last_error();
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, g.data(), dy, g.size() * 4, FG_COPY_D2H));
     EXPECT_EQ(0, std::memcmp(c.data(), g.data(), g.size() * 4)) << fg_dtype_name(t);
-    fg_device_free(gpu, dq);
-    fg_device_free(gpu, dy);
+    fg_device_mem_free(gpu, dq);
+    fg_device_mem_free(gpu, dy);
     tested++;
   }
   EXPECT_GE(tested, 15);

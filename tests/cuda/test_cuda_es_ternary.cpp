@@ -48,8 +48,8 @@ struct Buf {
   fg_device *dev;
   void *p = nullptr;
   size_t n;
-  Buf(fg_device *d, size_t bytes) : dev(d), n(bytes) { EXPECT_EQ(FG_OK, fg_device_alloc(d, bytes, &p)); }
-  ~Buf() { fg_device_free(dev, p); }
+  Buf(fg_device *d, size_t bytes) : dev(d), n(bytes) { EXPECT_EQ(FG_OK, fg_device_mem_alloc(d, bytes, &p)); }
+  ~Buf() { fg_device_mem_free(dev, p); }
   void put(const void *h) { ASSERT_EQ(FG_OK, fg_device_copy(dev, p, h, n, FG_COPY_H2D)); }
   std::vector<uint8_t> get() const {
     std::vector<uint8_t> h(n);

@@ -20,13 +20,13 @@ struct Both {
   fg_device *cpu = nullptr, *gpu = nullptr;
   std::vector<void *> bufs;
   ~Both() {
-    for (void *p : bufs) fg_device_free(gpu, p);
+    for (void *p : bufs) fg_device_mem_free(gpu, p);
     fg_device_close(cpu);
     fg_device_close(gpu);
   }
   void *upload(const void *src, size_t bytes) {
     void *d = nullptr;
-    EXPECT_EQ(FG_OK, fg_device_alloc(gpu, bytes ? bytes : 1, &d));
+    EXPECT_EQ(FG_OK, fg_device_mem_alloc(gpu, bytes ? bytes : 1, &d));
     if (bytes) {
       EXPECT_EQ(FG_OK, fg_device_copy(gpu, d, src, bytes, FG_COPY_H2D));
     }

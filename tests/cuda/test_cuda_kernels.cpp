@@ -39,9 +39,9 @@ TEST(CudaKernels, ConvertMatchesCpuBitwise) {
   std::vector<float> x = special_values();
   size_t n = x.size();
   void *dx, *dh, *df;
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, n * 4, &dx));
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, n * 2, &dh));
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, n * 4, &df));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, n * 4, &dx));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, n * 2, &dh));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, n * 4, &df));
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, dx, x.data(), n * 4, FG_COPY_H2D));
   for (fg_dtype t : {FG_BF16, FG_F16}) {
     std::vector<uint16_t> hc(n), hg(n);
@@ -55,9 +55,9 @@ TEST(CudaKernels, ConvertMatchesCpuBitwise) {
     ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, fg.data(), df, n * 4, FG_COPY_D2H));
     EXPECT_EQ(0, std::memcmp(fc.data(), fg.data(), n * 4)) << fg_dtype_name(t) << " -> f32";
   }
-  fg_device_free(b.gpu, dx);
-  fg_device_free(b.gpu, dh);
-  fg_device_free(b.gpu, df);
+  fg_device_mem_free(b.gpu, dx);
+  fg_device_mem_free(b.gpu, dh);
+  fg_device_mem_free(b.gpu, df);
 }
 
 TEST(CudaKernels, DeviceMemoryStreamsEvents) {
@@ -70,8 +70,8 @@ TEST(CudaKernels, DeviceMemoryStreamsEvents) {
   EXPECT_GT(info.total_mem, 1ull << 30);
   size_t n = 64 << 20;
   void *pin, *dev;
-  ASSERT_EQ(FG_OK, fg_host_alloc_pinned(d, n, info.numa_node, &pin));
-  ASSERT_EQ(FG_OK, fg_device_alloc(d, n, &dev));
+  ASSERT_EQ(FG_OK, fg_device_pinned_alloc(d, n, info.numa_node, &pin));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(d, n, &dev));
   std::memset(pin, 0x3c, n);
   fg_stream *s;
   fg_event *e0, *e1;
@@ -89,11 +89,11 @@ TEST(CudaKernels, DeviceMemoryStreamsEvents) {
   ASSERT_EQ(FG_OK, fg_device_copy(d, back.data(), dev, n, FG_COPY_D2H));
   EXPECT_EQ(0, std::memcmp(back.data(), pin, n));
   void *huge = nullptr;
-  EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_device_alloc(d, (size_t)1 << 50, &huge));
+  EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_device_mem_alloc(d, (size_t)1 << 50, &huge));
   fg_event_free(e0);
   fg_event_free(e1);
   fg_stream_free(s);
-  fg_device_free(d, dev);
-  fg_host_free_pinned(d, pin);
+  fg_device_mem_free(d, dev);
+  fg_device_pinned_free(d, pin);
   fg_device_close(d);
 }

@@ -104,7 +104,7 @@ LoraRun life(fg_device *dev, fg_gemm_mode mode) {
   EXPECT_EQ(FG_OK, fg_device_copy(dev, R.gb.data(), l->b->grad, R.gb.size() * 4, FG_COPY_D2H));
   for (fg_dtype dt : {FG_F16, FG_BF16}) {
     fg_tensor *w16 = fgt::lora_tensor(dev, "w16", dt, out, in, w), *m = nullptr;
-    EXPECT_EQ(FG_OK, fg_lora_merge_new(l, w16, nullptr, &m, nullptr)) << fg_last_error();
+    EXPECT_EQ(FG_OK, fg_lora_merge_copy(l, w16, nullptr, &m, nullptr)) << fg_last_error();
     if (m) (dt == FG_F16 ? R.merged16 : R.mergedbf) = fgt::lora_download_bytes(m);
     fg_tensor_free(m);
     fg_tensor_free(w16);

@@ -77,8 +77,8 @@ TEST(CudaOps, ClipScaleFromDeviceScalarMatchesCpu) {
   fg_op_args a = {{want.data()}, {FG_F32}, want.size(), 0, 0};
   ASSERT_EQ(FG_OK, fg_op_run(b.cpu, FG_OP_CLIP_SCALE, &p, &a, 1, nullptr));
   void *dg, *ds;
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, g.size() * 4, &dg));
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, 8, &ds));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, g.size() * 4, &dg));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, 8, &ds));
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, dg, g.data(), g.size() * 4, FG_COPY_H2D));
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, ds, &sumsq, 8, FG_COPY_H2D));
   p.dscalar = (const double *)ds;
@@ -89,8 +89,8 @@ TEST(CudaOps, ClipScaleFromDeviceScalarMatchesCpu) {
   std::vector<float> got(g.size());
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, got.data(), dg, g.size() * 4, FG_COPY_D2H));
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), g.size() * 4));
-  fg_device_free(b.gpu, dg);
-  fg_device_free(b.gpu, ds);
+  fg_device_mem_free(b.gpu, dg);
+  fg_device_mem_free(b.gpu, ds);
 }
 
 TEST(CudaOps, TensorsLiveOnTheGpu) {

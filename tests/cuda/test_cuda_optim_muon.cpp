@@ -71,25 +71,25 @@ TEST(CudaOptimMuon, NewtonSchulzOnAStreamMatchesCpu) {
     const size_t rows = d[0], cols = d[1], n = rows * cols;
     const std::vector<float> u = golden_stream(9 + rows, n, 3.0f);
     std::vector<float> oc(n), og(n);
-    ASSERT_EQ(FG_OK, fg_newton_schulz5(cpu, FG_GEMM_EXACT, u.data(), rows, cols, 5, oc.data(), nullptr, 0, nullptr));
+    ASSERT_EQ(FG_OK, fg_muon_newton_schulz5(cpu, FG_GEMM_EXACT, u.data(), rows, cols, 5, oc.data(), nullptr, 0, nullptr));
     float *du = nullptr;
     void *work = nullptr;
-    const size_t wb = fg_newton_schulz5_workspace(rows, cols);
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, n * 4, (void **)&du));
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, wb, &work));
+    const size_t wb = fg_muon_newton_schulz5_workspace(rows, cols);
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, n * 4, (void **)&du));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, wb, &work));
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, du, u.data(), n * 4, FG_COPY_H2D));
-    ASSERT_EQ(FG_OK, fg_newton_schulz5(gpu, FG_GEMM_DEFAULT, du, rows, cols, 5, du, work, wb, s)) << fg_last_error();
+    ASSERT_EQ(FG_OK, fg_muon_newton_schulz5(gpu, FG_GEMM_DEFAULT, du, rows, cols, 5, du, work, wb, s)) << fg_last_error();
     ASSERT_EQ(FG_OK, fg_stream_sync(s));
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, og.data(), du, n * 4, FG_COPY_D2H));
     EXPECT_EQ(0, std::memcmp(oc.data(), og.data(), n * 4)) << rows << "x" << cols;
     // The fast GEMM (cuBLAS, f32 compute) stays close.
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, du, u.data(), n * 4, FG_COPY_H2D));
-    ASSERT_EQ(FG_OK, fg_newton_schulz5(gpu, FG_GEMM_FAST, du, rows, cols, 5, du, work, wb, s)) << fg_last_error();
+    ASSERT_EQ(FG_OK, fg_muon_newton_schulz5(gpu, FG_GEMM_FAST, du, rows, cols, 5, du, work, wb, s)) << fg_last_error();
     ASSERT_EQ(FG_OK, fg_stream_sync(s));
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, og.data(), du, n * 4, FG_COPY_D2H));
     for (size_t i = 0; i < n; i++) ASSERT_NEAR(oc[i], og[i], 1e-4) << rows << "x" << cols << " [" << i << "]";
-    fg_device_free(gpu, du);
-    fg_device_free(gpu, work);
+    fg_device_mem_free(gpu, du);
+    fg_device_mem_free(gpu, work);
   }
   fg_stream_free(s);
   fg_device_close(cpu);

@@ -77,7 +77,7 @@ std::vector<double> run(fg_device *dev, bool gpu, fg_reduce_op op, const std::ve
     const uint8_t *p = t.b.data();
     if (gpu) {
       void *d;
-      EXPECT_EQ(FG_OK, fg_device_alloc(dev, t.b.size() + 1, &d));
+      EXPECT_EQ(FG_OK, fg_device_mem_alloc(dev, t.b.size() + 1, &d));
       EXPECT_EQ(FG_OK, fg_device_copy(dev, d, t.b.data(), t.b.size(), FG_COPY_H2D));
       owned.push_back(d);
       p = (const uint8_t *)d;
@@ -85,7 +85,7 @@ std::vector<double> run(fg_device *dev, bool gpu, fg_reduce_op op, const std::ve
     xs.push_back(p + t.off * t.es()), dts.push_back(t.dt), ns.push_back(t.n());
   }
   double *d;
-  EXPECT_EQ(FG_OK, fg_device_alloc(dev, (list.size() + 1) * 8, (void **)&d));
+  EXPECT_EQ(FG_OK, fg_device_mem_alloc(dev, (list.size() + 1) * 8, (void **)&d));
   EXPECT_EQ(FG_OK, fg_reduce_list(dev, op, xs.data(), dts.data(), ns.data(), list.size(), d + 1, d, s))
       << fg_last_error();
   std::vector<double> h(list.size() + 1);
@@ -95,8 +95,8 @@ std::vector<double> run(fg_device *dev, bool gpu, fg_reduce_op op, const std::ve
   } else {
     EXPECT_EQ(FG_OK, fg_device_copy(dev, h.data(), d, h.size() * 8, FG_COPY_D2H));
   }
-  fg_device_free(dev, d);
-  for (void *p : owned) fg_device_free(dev, p);
+  fg_device_mem_free(dev, d);
+  for (void *p : owned) fg_device_mem_free(dev, p);
   return h;
 }
 
@@ -217,7 +217,7 @@ TEST(CudaReduce, SumOfSquaresFeedsClipScaleOnOneStream) {
     std::vector<fg_op_args> args;
     for (const Tensor &t : g) {
       void *d;
-      ASSERT_EQ(FG_OK, fg_device_alloc(dev, t.b.size(), &d));
+      ASSERT_EQ(FG_OK, fg_device_mem_alloc(dev, t.b.size(), &d));
       ASSERT_EQ(FG_OK, fg_device_copy(dev, d, t.b.data(), t.b.size(), FG_COPY_H2D));
       ptr.push_back(d), xs.push_back(d), dts.push_back(t.dt), ns.push_back(t.n());
       fg_op_args a = {};
@@ -225,7 +225,7 @@ TEST(CudaReduce, SumOfSquaresFeedsClipScaleOnOneStream) {
       args.push_back(a);
     }
     double *total;
-    ASSERT_EQ(FG_OK, fg_device_alloc(dev, 8, (void **)&total));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(dev, 8, (void **)&total));
     ASSERT_EQ(FG_OK, fg_reduce_list(dev, FG_REDUCE_SUMSQ, xs.data(), dts.data(), ns.data(), g.size(), nullptr, total, s))
         << fg_last_error();
     fg_op_params p = {};
@@ -237,9 +237,9 @@ TEST(CudaReduce, SumOfSquaresFeedsClipScaleOnOneStream) {
       std::vector<uint8_t> h(g[i].b.size());
       ASSERT_EQ(FG_OK, fg_device_copy(dev, h.data(), ptr[i], h.size(), FG_COPY_D2H));
       out[dv].push_back(h);
-      fg_device_free(dev, ptr[i]);
+      fg_device_mem_free(dev, ptr[i]);
     }
-    fg_device_free(dev, total);
+    fg_device_mem_free(dev, total);
     fg_stream_free(s);
   }
   for (size_t i = 0; i < g.size(); i++) {
@@ -264,12 +264,12 @@ TEST(CudaReduce, QueuedOnAStreamAndRepeated) {
   fg_stream_free(s);
   // No tensors: the total is +0.0 on the device too.
   double *d, h = 1.0;
-  ASSERT_EQ(FG_OK, fg_device_alloc(b.gpu, 8, (void **)&d));
+  ASSERT_EQ(FG_OK, fg_device_mem_alloc(b.gpu, 8, (void **)&d));
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, d, &h, 8, FG_COPY_H2D));
   ASSERT_EQ(FG_OK, fg_reduce_list(b.gpu, FG_REDUCE_SUM, nullptr, nullptr, nullptr, 0, nullptr, d, nullptr));
   ASSERT_EQ(FG_OK, fg_device_copy(b.gpu, &h, d, 8, FG_COPY_D2H));
   EXPECT_EQ(0u, dbits(h));
-  fg_device_free(b.gpu, d);
+  fg_device_mem_free(b.gpu, d);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ TEST(CudaRng, FillsMatchTheHostBitForBit) {
   ASSERT_EQ(fg_stream_create(dev, &s), FG_OK);
   const size_t n = 10000003;
   void *d = nullptr;
-  ASSERT_EQ(fg_device_alloc(dev, n * 4, &d), FG_OK);
+  ASSERT_EQ(fg_device_mem_alloc(dev, n * 4, &d), FG_OK);
   fg_rng_spec specs[4] = {};
   specs[0].kind = FG_RNG_GAUSS_FAST, specs[0].scale = 0.02f;
   specs[1].kind = FG_RNG_UNIFORM, specs[1].lo = -3.0f, specs[1].hi = 0.5f;
@@ -56,7 +56,7 @@ TEST(CudaRng, FillsMatchTheHostBitForBit) {
     ASSERT_EQ(fg_device_copy(dev, got.data(), d, n, FG_COPY_D2H), FG_OK);
     EXPECT_EQ(got, want) << fg_dtype_name(dt);
   }
-  fg_device_free(dev, d);
+  fg_device_mem_free(dev, d);
   fg_stream_free(s);
   fg_device_close(dev);
 }
@@ -68,7 +68,7 @@ TEST(CudaRng, FastGaussianGoldens) {
   fg_device *dev = nullptr;
   ASSERT_EQ(fg_device_open("cuda", &dev), FG_OK);
   void *d = nullptr;
-  ASSERT_EQ(fg_device_alloc(dev, 4096 * 4, &d), FG_OK);
+  ASSERT_EQ(fg_device_mem_alloc(dev, 4096 * 4, &d), FG_OK);
   const std::pair<uint64_t, uint64_t> hashes[] = {
       {42, 0x7f3489df756bc2a1ull}, {1, 0xb1a2ea86c5b48a05ull}, {0xDEADBEEFCAFEF00Dull, 0x78dd4580a8405435ull}};
   for (auto &h : hashes) {
@@ -81,7 +81,7 @@ TEST(CudaRng, FastGaussianGoldens) {
     for (uint8_t c : b) x = (x ^ c) * 0x100000001b3ull;
     EXPECT_EQ(x, h.second) << h.first;
   }
-  fg_device_free(dev, d);
+  fg_device_mem_free(dev, d);
   fg_device_close(dev);
 }
 

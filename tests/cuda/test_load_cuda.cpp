@@ -104,7 +104,7 @@ TEST_F(LoadCuda, AllocationFailureLeavesNoDeviceMemory) {
   fg_load_options_init(&o);
   o.dtype = FG_LOAD_DTYPE_F32;
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_load(path.c_str(), gpu, &o, &m)) << fg_last_error();
+  EXPECT_EQ(FG_ERR_DEVICE_NOMEM, fg_model_create(path.c_str(), gpu, &o, &m)) << fg_last_error();
   EXPECT_EQ(nullptr, m);
   ASSERT_EQ(FG_OK, fg_device_query(gpu, &after));
   EXPECT_GE(after.free_mem + (64u << 20), before.free_mem);  // nothing kept (slack: other processes)
@@ -124,7 +124,7 @@ TEST_F(LoadCuda, CancelMidwayFreesDeviceMemory) {
   o.progress = [](const fg_load_progress *, void *u) { return ++*static_cast<int *>(u) < 5; };
   o.progress_user = &calls;
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_STATE, fg_load(dir.file("m.safetensors").c_str(), gpu, &o, &m));
+  EXPECT_EQ(FG_ERR_STATE, fg_model_create(dir.file("m.safetensors").c_str(), gpu, &o, &m));
   ASSERT_EQ(FG_OK, fg_device_query(gpu, &after));
   EXPECT_GE(after.free_mem + (64u << 20), before.free_mem);
 }
@@ -145,7 +145,7 @@ TEST_F(LoadCuda, ReusableRingOnTheNumaNodeOfTheGpu) {
     fg_model_free(m);
   }
   fg_model *m = nullptr;
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_load(dir.file("m.gguf").c_str(), cpu, &o, &m));  // ring of another device
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_model_create(dir.file("m.gguf").c_str(), cpu, &o, &m));  // ring of another device
   fg_load_ring_free(r);
 }
 

@@ -125,8 +125,8 @@ TEST(QuantIqParity, CudaDecodeMatchesCpuBitwise) {
     std::vector<float> c(n), g(n);
     ASSERT_EQ(FG_OK, fg_convert(cpu, c.data(), FG_F32, q.data(), t, n, nullptr)) << fg_last_error();
     void *dq, *dy;
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, q.size(), &dq));
-    ASSERT_EQ(FG_OK, fg_device_alloc(gpu, n * 4, &dy));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, q.size(), &dq));
+    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, n * 4, &dy));
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, dq, q.data(), q.size(), FG_COPY_H2D));
     ASSERT_EQ(FG_OK, fg_convert(gpu, dy, FG_F32, dq, t, n, nullptr)) << fg_last_error();
     ASSERT_EQ(FG_OK, fg_device_copy(gpu, g.data(), dy, n * 4, FG_COPY_D2H));
@@ -134,8 +134,8 @@ TEST(QuantIqParity, CudaDecodeMatchesCpuBitwise) {
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) bad += same_float(c[i], g[i]) ? 0 : 1;
     EXPECT_EQ(bad, 0u) << fg_dtype_name(t);
-    fg_device_free(gpu, dq);
-    fg_device_free(gpu, dy);
+    fg_device_mem_free(gpu, dq);
+    fg_device_mem_free(gpu, dy);
   }
   fg_device_close(cpu);
   fg_device_close(gpu);

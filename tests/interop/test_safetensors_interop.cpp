@@ -86,8 +86,8 @@ TEST(SafetensorsInterop, ReadsWhatPythonWrites) {
   EXPECT_EQ(fg_st_metadata_count(f), (size_t)cJSON_GetArraySize(meta));
   const cJSON *kv;
   cJSON_ArrayForEach(kv, meta) {
-    ASSERT_NE(fg_st_metadata_get(f, kv->string), nullptr) << kv->string;
-    EXPECT_STREQ(fg_st_metadata_get(f, kv->string), kv->valuestring);
+    ASSERT_NE(fg_st_metadata_find(f, kv->string), nullptr) << kv->string;
+    EXPECT_STREQ(fg_st_metadata_find(f, kv->string), kv->valuestring);
   }
   // re-serializing what was read (metadata in file order) reproduces the file exactly
   std::vector<fg_st_write_tensor> w;

@@ -67,7 +67,7 @@ void check_case(const std::string &tok_path, const std::string &corpus_file, con
   EXPECT_EQ(mismatches, 0) << tok_path << ": of " << n << " texts";
   EXPECT_EQ(bad_decodes, 0) << tok_path;
   EXPECT_GT(total, 100000u);
-  fg_tokenizer_free(t);
+  fg_tokenizer_close(t);
   cJSON_Delete(texts);
   cJSON_Delete(ids);
   cJSON_Delete(dec);

@@ -36,10 +36,10 @@ struct DevBuf {
   float *p = nullptr;
   size_t n;
   DevBuf(fg_device *d, const std::vector<float> &host) : dev(d), n(host.size()) {
-    if (fg_device_alloc(dev, (n ? n : 1) * sizeof(float), reinterpret_cast<void **>(&p)) != FG_OK) p = nullptr;
+    if (fg_device_mem_alloc(dev, (n ? n : 1) * sizeof(float), reinterpret_cast<void **>(&p)) != FG_OK) p = nullptr;
     else if (n) fg_device_copy(dev, p, host.data(), n * sizeof(float), FG_COPY_H2D);
   }
-  ~DevBuf() { fg_device_free(dev, p); }
+  ~DevBuf() { fg_device_mem_free(dev, p); }
   std::vector<float> get() const {
     std::vector<float> h(n);
     if (n) fg_device_copy(dev, h.data(), p, n * sizeof(float), FG_COPY_D2H);

@@ -36,7 +36,7 @@ struct DevBuf {
   void *p = nullptr;
   size_t n = 0;
   DevBuf(fg_device *d, const void *src, size_t bytes) : dev(d), n(bytes) {
-    EXPECT_EQ(FG_OK, fg_device_alloc(dev, bytes ? bytes : 1, &p)) << fg_last_error();
+    EXPECT_EQ(FG_OK, fg_device_mem_alloc(dev, bytes ? bytes : 1, &p)) << fg_last_error();
     if (bytes && src) {
       EXPECT_EQ(FG_OK, fg_device_copy(dev, p, src, bytes, FG_COPY_H2D)) << fg_last_error();
     }
@@ -44,7 +44,7 @@ struct DevBuf {
   DevBuf(fg_device *d, const Bytes &b) : DevBuf(d, b.data(), b.size()) {}
   DevBuf(const DevBuf &) = delete;
   DevBuf &operator=(const DevBuf &) = delete;
-  ~DevBuf() { fg_device_free(dev, p); }
+  ~DevBuf() { fg_device_mem_free(dev, p); }
   Bytes read() const {
     Bytes out(n);
     if (n) {
@@ -79,7 +79,7 @@ struct OpRow {
 
 inline const std::vector<OpRow> &op_rows() {
   static const std::vector<OpRow> rows = {
-#define FGT_OP_ROW_(E, name, W, ns, rm, wm, dts) {FG_OP_##E, #name, W, ns, rm, wm, dts, fg_op_##name},
+#define FGT_OP_ROW_(E, id, name, W, ns, rm, wm, dts) {FG_OP_##E, #name, W, ns, rm, wm, dts, fg_op_##name},
       FG_OP_TABLE(FGT_OP_ROW_)
 #undef FGT_OP_ROW_
   };

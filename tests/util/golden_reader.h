@@ -98,7 +98,7 @@ inline void golden_step(fg_device *dev, fg_optim *opt, const std::vector<fg_tens
   for (size_t j = 0; j < ps.size(); j++) {
     fg_tensor *t = ps[j];
     if (j == 1 && skip1) {
-      fg_device_free(dev, t->grad);
+      fg_device_mem_free(dev, t->grad);
       t->grad = nullptr;
       continue;
     }

@@ -25,14 +25,14 @@ struct DevBuf {
   size_t n = 0;
   DevBuf(fg_device *d, const std::vector<float> &v) : dev(d), n(v.size()) {
     void *q = nullptr;
-    EXPECT_EQ(FG_OK, fg_device_alloc(dev, (n ? n : 1) * 4, &q));
+    EXPECT_EQ(FG_OK, fg_device_mem_alloc(dev, (n ? n : 1) * 4, &q));
     p = (float *)q;
     if (n) {
       EXPECT_EQ(FG_OK, fg_device_copy(dev, p, v.data(), n * 4, FG_COPY_H2D));
     }
   }
   DevBuf(fg_device *d, size_t count) : DevBuf(d, std::vector<float>(count, 0.0f)) {}
-  ~DevBuf() { fg_device_free(dev, p); }
+  ~DevBuf() { fg_device_mem_free(dev, p); }
   std::vector<float> get() const {
     std::vector<float> v(n);
     if (n) {

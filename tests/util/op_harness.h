@@ -81,7 +81,7 @@ inline std::vector<OpTensor> op_run_on(fg_device *dev, const OpCase &c, const st
       a.dtype[k] = c.dt[k];
       if (k >= c.nstreams || in[t].s[k].empty()) continue;
       void *p = nullptr;
-      EXPECT_EQ(FG_OK, fg_device_alloc(dev, in[t].s[k].size(), &p)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_device_mem_alloc(dev, in[t].s[k].size(), &p)) << fg_last_error();
       EXPECT_EQ(FG_OK, fg_device_copy(dev, p, in[t].s[k].data(), in[t].s[k].size(), FG_COPY_H2D));
       mem.push_back(p);
       a.ptr[k] = p;
@@ -95,7 +95,7 @@ inline std::vector<OpTensor> op_run_on(fg_device *dev, const OpCase &c, const st
       }
     }
   }
-  for (void *p : mem) fg_device_free(dev, p);
+  for (void *p : mem) fg_device_mem_free(dev, p);
   return out;
 }
 

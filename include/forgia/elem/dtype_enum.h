@@ -18,10 +18,10 @@ typedef enum fg_dtype {
   FG_MXFP4 = 39, FG_NVFP4 = 40, FG_Q1_0 = 41, FG_Q2_0 = 42,
   FG_GGML_TYPE_COUNT = 43,
   /* safetensors-only element types */
-  FG_BOOL = 64, FG_U8, FG_U16, FG_U32, FG_U64, FG_C64,
-  FG_F4, FG_F6_E2M3, FG_F6_E3M2,
-  FG_F8_E5M2, FG_F8_E4M3, FG_F8_E8M0, FG_F8_E4M3FNUZ, FG_F8_E5M2FNUZ,
-  FG_DTYPE_END
+  FG_BOOL = 64, FG_U8 = 65, FG_U16 = 66, FG_U32 = 67, FG_U64 = 68, FG_C64 = 69,
+  FG_F4 = 70, FG_F6_E2M3 = 71, FG_F6_E3M2 = 72,
+  FG_F8_E5M2 = 73, FG_F8_E4M3 = 74, FG_F8_E8M0 = 75, FG_F8_E4M3FNUZ = 76, FG_F8_E5M2FNUZ = 77,
+  FG_DTYPE_END = 78
 } fg_dtype;
 
 #endif

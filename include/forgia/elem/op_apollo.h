@@ -59,13 +59,15 @@ static inline FG_HD void fg_op_apollo_hf_adamw_master(const fg_op_params *P, flo
   v[0][4] = v[0][0];
 }
 
-#define FG_OP_TABLE_APOLLO(X)                                                                                 \
-  X(APOLLO_MOMENT, apollo_moment, 1, 3, 0x7u, 0x3u, FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_G, 0u, 0u, 0u))          \
-  X(APOLLO_APPLY, apollo_apply, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_G))                                 \
-  X(APOLLO_APPLY_MASTER, apollo_apply_master, 1, 5, 0x3u, 0x11u,                                              \
-    FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))                                                         \
-  X(APOLLO_HF_ADAMW, apollo_hf_adamw, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_G, FG_OP_G, 0u, 0u)) \
-  X(APOLLO_HF_ADAMW_MASTER, apollo_hf_adamw_master, 1, 5, 0xFu, 0x1Du,                                        \
+#define FG_OP_TABLE_APOLLO(X)                                                      \
+  X(APOLLO_MOMENT, 22, apollo_moment, 1, 3, 0x7u, 0x3u,                            \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_G, 0u, 0u, 0u))                              \
+  X(APOLLO_APPLY, 23, apollo_apply, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_G)) \
+  X(APOLLO_APPLY_MASTER, 24, apollo_apply_master, 1, 5, 0x3u, 0x11u,               \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))                              \
+  X(APOLLO_HF_ADAMW, 25, apollo_hf_adamw, 1, 4, 0xFu, 0xDu,                        \
+    FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_G, FG_OP_G, 0u, 0u))                         \
+  X(APOLLO_HF_ADAMW_MASTER, 26, apollo_hf_adamw_master, 1, 5, 0xFu, 0x1Du,         \
     FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_G, FG_OP_G, FG_OP_F, 0u))
 
 /* A NaN as the canonical quiet NaN (elem/op_table.h's rule, for the values stored here). */

@@ -139,17 +139,17 @@ static inline FG_HD void fg_op_es_anchor_l1(const fg_op_params *P, float (*v)[FG
   v[0][0] = (d < 0.0f ? -cl : cl) + a;
 }
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
-#define FG_OP_TABLE_ES(X)                                                                                      \
-  X(ES_PERTURB, es_perturb, 2, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_DT_FLOAT))                                       \
-  X(ES_PERTURB_CACHED, es_perturb_cached, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_F32))          \
-  X(ES_MATERIALIZE, es_materialize, 2, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))              \
-  X(ES_MATERIALIZE_CACHED, es_materialize_cached, 1, 3, 0x6u, 0x1u,                                            \
-    FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u))                                       \
-  X(ES_UPDATE, es_update, 2, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_DT_FLOAT))                                         \
-  X(ES_ACC_CACHED, es_acc_cached, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_F32, FG_OP_DT_F32))                     \
-  X(ES_APPLY, es_apply, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_F32))                             \
-  X(ES_ANCHOR_L2, es_anchor_l2, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))                   \
-  X(ES_ANCHOR_L1, es_anchor_l1, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))
+/* X(ENUM, number, name, W, streams, read mask, write mask, dtype sets of the streams) */
+#define FG_OP_TABLE_ES(X)                                                                                \
+  X(ES_PERTURB, 29, es_perturb, 2, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_DT_FLOAT))                             \
+  X(ES_PERTURB_CACHED, 30, es_perturb_cached, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_F32)) \
+  X(ES_MATERIALIZE, 31, es_materialize, 2, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))     \
+  X(ES_MATERIALIZE_CACHED, 32, es_materialize_cached, 1, 3, 0x6u, 0x1u,                                  \
+    FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u))                                 \
+  X(ES_UPDATE, 33, es_update, 2, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_DT_FLOAT))                               \
+  X(ES_ACC_CACHED, 34, es_acc_cached, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_F32, FG_OP_DT_F32))           \
+  X(ES_APPLY, 35, es_apply, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_F32))                   \
+  X(ES_ANCHOR_L2, 36, es_anchor_l2, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))         \
+  X(ES_ANCHOR_L1, 37, es_anchor_l1, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))
 
 #endif

@@ -46,11 +46,11 @@ static inline FG_HD void fg_op_lora_dropout_add(const fg_op_params *P, fg_op_val
   v[0][0] = v[0][0] + fg_lora_dropout_elem(seed, c, P->u[0], P->f[0], v[0][1]);
 }
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
-#define FG_OP_TABLE_LORA(X)                                                                                        \
-  X(LORA_ADD, lora_add, 1, 3, 0x6u, 0x1u,                                                                        \
-    FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u))                                          \
-  X(LORA_SCALE, lora_scale, 1, 2, 0x2u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u))            \
-  X(LORA_DROPOUT_ADD, lora_dropout_add, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u))
+/* X(ENUM, number, name, W, streams, read mask, write mask, dtype sets of the streams) */
+#define FG_OP_TABLE_LORA(X)                                                                              \
+  X(LORA_ADD, 38, lora_add, 1, 3, 0x6u, 0x1u,                                                            \
+    FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u))                                 \
+  X(LORA_SCALE, 39, lora_scale, 1, 2, 0x2u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u)) \
+  X(LORA_DROPOUT_ADD, 40, lora_dropout_add, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u))
 
 #endif

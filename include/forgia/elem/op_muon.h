@@ -58,15 +58,15 @@ static inline FG_HD void fg_op_muon_apply_master(const fg_op_params *P, float (*
   v[0][4] = v[0][0];
 }
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
-#define FG_OP_TABLE_MUON(X)                                                                                 \
-  X(MUON_MOMENTUM, muon_momentum, 1, 3, 0x6u, 0x5u,                                                         \
-    FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, FG_OP_DT_FLOAT, 0u, 0u, 0u))                                      \
-  X(MUON_NORMALIZE, muon_normalize, 1, 1, 0x1u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, 0u, 0u, 0u, 0u, 0u))          \
-  X(MUON_NS_COMB, muon_ns_comb, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u))    \
-  X(MUON_EYE, muon_eye, 1, 1, 0x0u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, 0u, 0u, 0u, 0u, 0u))                      \
-  X(MUON_APPLY, muon_apply, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u, 0u))      \
-  X(MUON_APPLY_MASTER, muon_apply_master, 1, 5, 0x3u, 0x11u,                                                \
+/* X(ENUM, number, name, W, streams, read mask, write mask, dtype sets of the streams) */
+#define FG_OP_TABLE_MUON(X)                                                                                  \
+  X(MUON_MOMENTUM, 16, muon_momentum, 1, 3, 0x6u, 0x5u,                                                      \
+    FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, FG_OP_DT_FLOAT, 0u, 0u, 0u))                                       \
+  X(MUON_NORMALIZE, 17, muon_normalize, 1, 1, 0x1u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, 0u, 0u, 0u, 0u, 0u))       \
+  X(MUON_NS_COMB, 18, muon_ns_comb, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, 0u, 0u)) \
+  X(MUON_EYE, 19, muon_eye, 1, 1, 0x0u, 0x1u, FG_OP_DTS(FG_OP_DT_F32, 0u, 0u, 0u, 0u, 0u))                   \
+  X(MUON_APPLY, 20, muon_apply, 1, 2, 0x3u, 0x1u, FG_OP_DTS(FG_OP_DT_FLOAT, FG_OP_DT_F32, 0u, 0u, 0u, 0u))   \
+  X(MUON_APPLY_MASTER, 21, muon_apply_master, 1, 5, 0x3u, 0x11u,                                             \
     FG_OP_DTS(FG_OP_DT_F32, FG_OP_DT_F32, 0u, 0u, FG_OP_DT_FLOAT, 0u))
 
 #endif

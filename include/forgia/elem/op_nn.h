@@ -30,9 +30,9 @@ static inline FG_HD void fg_op_relu_backward(const fg_op_params *P, float (*v)[F
   v[0][0] = v[0][1] > 0.0f ? v[0][0] : 0.0f;
 }
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype sets), as FG_OP_TABLE. */
-#define FG_OP_TABLE_NN(X)                                                             \
-  X(RELU, relu, 1, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))          \
-  X(RELU_BACKWARD, relu_backward, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))
+/* X(ENUM, number, name, W, streams, read mask, write mask, dtype sets), as FG_OP_TABLE. */
+#define FG_OP_TABLE_NN(X)                                                        \
+  X(RELU, 27, relu, 1, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT)) \
+  X(RELU_BACKWARD, 28, relu_backward, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_DT_FLOAT, FG_OP_DT_FLOAT))
 
 #endif

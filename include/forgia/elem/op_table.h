@@ -12,7 +12,12 @@
  * contract compares bits. Adding an op: its function here, one line of FG_OP_TABLE, and its
  * tests: tests/util/family_cases.h makes a case of every row, which the CPU suite checks
  * against a scalar loop over this function and the CUDA suite against the CPU; hand-made
- * cases with chosen parameters go in tests/util/op_harness.h. */
+ * cases with chosen parameters go in tests/util/op_harness.h.
+ *
+ * Each row carries the op's number, its fg_op_kind value. The numbers are part of the ABI:
+ * a new op takes the next one (FG_OP_KIND_COUNT before it), wherever its row goes, and no
+ * number ever changes. They run 0..FG_OP_KIND_COUNT-1 without gaps; device/op.c checks at
+ * compile time that they are unique and in range, and tests/cpu/test_api_stable.cpp pins them. */
 #ifndef FORGIA_ELEM_OP_TABLE_H
 #define FORGIA_ELEM_OP_TABLE_H
 
@@ -187,31 +192,33 @@ static inline FG_HD void fg_op_dropout(const fg_op_params *P, fg_op_vals *v, uin
 #include "forgia/elem/op_es.h"
 #include "forgia/elem/op_lora.h"
 
-/* X(ENUM, name, W, streams, read mask, write mask, dtype sets of the streams) */
+/* X(ENUM, number, name, W, streams, read mask, write mask, dtype sets of the streams) */
 #define FG_OP_F FG_OP_DT_FLOAT
 #define FG_OP_G FG_OP_DT_F32
-#define FG_OP_TABLE(X)                                                                                         \
-  X(FILL, fill, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                                          \
-  X(SCALE, scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                                        \
-  X(AXPY, axpy, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                                 \
-  X(CLIP_SCALE, clip_scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                              \
-  X(ADAMW, adamw, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))                     \
-  X(RNG_UNIFORM, rng_uniform, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                            \
-  X(RNG_GAUSS_FAST, rng_gauss_fast, 2, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                      \
-  X(RNG_KEEP_MASK, rng_keep_mask, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_DT_MASK))                                  \
-  X(DROPOUT, dropout, 1, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                           \
-  X(ADAMW_MASTER, adamw_master, 1, 5, 0xFu, 0x1Du, FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u)) \
-  X(ADAM, adam, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))                       \
-  X(ADAM_MASTER, adam_master, 1, 5, 0xFu, 0x1Du, FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u))   \
-  X(SGD, sgd, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_G))                                                   \
-  X(SGD_MASTER, sgd_master, 1, 5, 0x3u, 0x11u, FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))               \
-  X(SGD_MOMENTUM, sgd_momentum, 1, 3, 0x7u, 0x5u, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, 0u, 0u, 0u))            \
-  X(SGD_MOMENTUM_MASTER, sgd_momentum_master, 1, 5, 0x7u, 0x15u,                                               \
-    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, 0u, FG_OP_F, 0u))                                                    \
-  FG_OP_TABLE_MUON(X)                                                                                          \
-  FG_OP_TABLE_APOLLO(X)                                                                                        \
-  FG_OP_TABLE_NN(X)                                                                                            \
-  FG_OP_TABLE_ES(X)                                                                                            \
+#define FG_OP_TABLE(X)                                                                                  \
+  X(FILL, 0, fill, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                                \
+  X(SCALE, 1, scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                              \
+  X(AXPY, 2, axpy, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                       \
+  X(CLIP_SCALE, 3, clip_scale, 1, 1, 0x1u, 0x1u, FG_OP_DT1(FG_OP_F))                                    \
+  X(ADAMW, 4, adamw, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))           \
+  X(RNG_UNIFORM, 5, rng_uniform, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                                  \
+  X(RNG_GAUSS_FAST, 6, rng_gauss_fast, 2, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_F))                            \
+  X(RNG_KEEP_MASK, 7, rng_keep_mask, 1, 1, 0x0u, 0x1u, FG_OP_DT1(FG_OP_DT_MASK))                        \
+  X(DROPOUT, 8, dropout, 1, 2, 0x2u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_F))                                 \
+  X(ADAMW_MASTER, 9, adamw_master, 1, 5, 0xFu, 0x1Du,                                                   \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u))                                         \
+  X(ADAM, 10, adam, 1, 4, 0xFu, 0xDu, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, FG_OP_F, 0u, 0u))            \
+  X(ADAM_MASTER, 11, adam_master, 1, 5, 0xFu, 0x1Du,                                                    \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, FG_OP_F, FG_OP_F, 0u))                                         \
+  X(SGD, 12, sgd, 1, 2, 0x3u, 0x1u, FG_OP_DT2(FG_OP_F, FG_OP_G))                                        \
+  X(SGD_MASTER, 13, sgd_master, 1, 5, 0x3u, 0x11u, FG_OP_DTS(FG_OP_G, FG_OP_G, 0u, 0u, FG_OP_F, 0u))    \
+  X(SGD_MOMENTUM, 14, sgd_momentum, 1, 3, 0x7u, 0x5u, FG_OP_DTS(FG_OP_F, FG_OP_G, FG_OP_F, 0u, 0u, 0u)) \
+  X(SGD_MOMENTUM_MASTER, 15, sgd_momentum_master, 1, 5, 0x7u, 0x15u,                                    \
+    FG_OP_DTS(FG_OP_G, FG_OP_G, FG_OP_F, 0u, FG_OP_F, 0u))                                              \
+  FG_OP_TABLE_MUON(X)                                                                                   \
+  FG_OP_TABLE_APOLLO(X)                                                                                 \
+  FG_OP_TABLE_NN(X)                                                                                     \
+  FG_OP_TABLE_ES(X)                                                                                     \
   FG_OP_TABLE_LORA(X)
 
 #endif

@@ -21,7 +21,7 @@
  * NaNs (payload kept) are a shift and an exponent rebias (+112, or +224 for exponent 31), and
  * subnormals m * 2^-24, which is exact. Selects, no branch. */
 static inline FG_HD float fg_ld_f16(const uint8_t *p) {
-  const uint32_t h = fg_ld_le16(p), e = h & 0x7c00u;
+  const uint32_t h = fg_bytes_ld_le16(p), e = h & 0x7c00u;
   const uint32_t big = ((h & 0x7fffu) << 13) + (e == 0x7c00u ? 0x70000000u : 0x38000000u);
   const uint32_t mag = e == 0 ? fg_f32_bits((float)(h & 0x3ffu) * 0x1p-24f) : big;
   return fg_bits_f32(mag | ((h & 0x8000u) << 16));

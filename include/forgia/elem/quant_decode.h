@@ -17,9 +17,9 @@
 
 static inline FG_HD bool fg_dequant_block(fg_dtype t, const uint8_t *b, float *y) {
   switch (t) {
-    case FG_F32: y[0] = fg_bits_f32(fg_ld_le32(b)); return true;
+    case FG_F32: y[0] = fg_bits_f32(fg_bytes_ld_le32(b)); return true;
     case FG_F16: y[0] = fg_ld_f16(b); return true;
-    case FG_BF16: y[0] = fg_bf16_to_f32(fg_ld_le16(b)); return true;
+    case FG_BF16: y[0] = fg_bf16_to_f32(fg_bytes_ld_le16(b)); return true;
     case FG_Q4_0: fg_dequant_q4_0(b, y); return true;
     case FG_Q4_1: fg_dequant_q4_1(b, y); return true;
     case FG_Q5_0: fg_dequant_q5_0(b, y); return true;

@@ -119,7 +119,7 @@ static inline FG_HD void fg_dequant_iq2_xxs(const uint8_t *FG_RESTRICT b, float 
   const float d = fg_ld_f16(b);
   for (int g = 0; g < 8; g++) {
     const uint8_t *q = b + 2 + 8 * g;
-    const uint32_t sw = fg_ld_le32(q + 4);
+    const uint32_t sw = fg_bytes_ld_le32(q + 4);
     const float db = fg_iq_half_scale(d, sw >> 28, 0.25f);
     for (int l = 0; l < 4; l++)
       fg_iq_put8(db, fg_iq2xxs_grid(q[l]), fg_ksigns_iq2xs((sw >> (7 * l)) & 127u), y + 32 * g + 8 * l);
@@ -135,7 +135,7 @@ static inline FG_HD void fg_dequant_iq2_xs(const uint8_t *FG_RESTRICT b, float *
     const float db0 = fg_iq_half_scale(d, sc[g] & 15u, 0.25f);
     const float db1 = fg_iq_half_scale(d, (unsigned)sc[g] >> 4, 0.25f);
     for (int l = 0; l < 4; l++) {
-      const unsigned w = fg_ld_le16(qs + 2 * (4 * g + l));
+      const unsigned w = fg_bytes_ld_le16(qs + 2 * (4 * g + l));
       fg_iq_put8(l < 2 ? db0 : db1, fg_iq2xs_grid(w & 511u), fg_ksigns_iq2xs(w >> 9), y + 32 * g + 8 * l);
     }
   }
@@ -162,7 +162,7 @@ static inline FG_HD void fg_dequant_iq3_xxs(const uint8_t *FG_RESTRICT b, float 
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int g = 0; g < 8; g++) {
-    const uint32_t sw = fg_ld_le32(b + 66 + 4 * g);
+    const uint32_t sw = fg_bytes_ld_le32(b + 66 + 4 * g);
     const float db = fg_iq_half_scale(d, sw >> 28, 0.5f);
     for (int l = 0; l < 4; l++) {
       const unsigned s = fg_ksigns_iq2xs((sw >> (7 * l)) & 127u);
@@ -217,7 +217,7 @@ static inline FG_HD void fg_dequant_iq1_s(const uint8_t *FG_RESTRICT b, float *F
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 2;
   for (int g = 0; g < 8; g++) {
-    const unsigned h = fg_ld_le16(b + 34 + 2 * g);
+    const unsigned h = fg_bytes_ld_le16(b + 34 + 2 * g);
     const float dl = d * (float)(2 * (int)((h >> 12) & 7u) + 1);
     const float delta = fg_bits_f32(fg_f32_bits(FG_IQ1_DELTA) ^ ((h & 0x8000u) << 16)); /* no branch on a random bit */
     for (int l = 0; l < 4; l++)
@@ -231,7 +231,7 @@ static inline FG_HD void fg_dequant_iq1_s(const uint8_t *FG_RESTRICT b, float *F
  * the block's fp16 d (word 0's top nibble lowest). */
 /* IQ1_M's block scale d; sc gets the 4 scale words. */
 static inline FG_HD float fg_iq1m_d(const uint8_t *FG_RESTRICT b, unsigned sc[4]) {
-  for (int k = 0; k < 4; k++) sc[k] = fg_ld_le16(b + 48 + 2 * k);
+  for (int k = 0; k < 4; k++) sc[k] = fg_bytes_ld_le16(b + 48 + 2 * k);
   const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0u) | ((sc[2] >> 4) & 0x0f00u) |
                                  (sc[3] & 0xf000u));
   return fg_f16_to_f32(dh);

@@ -25,7 +25,7 @@ static inline FG_HD void fg_dequant_iq4_nl(const uint8_t *FG_RESTRICT b, float *
  * the 6-bit scale (nibble j of scales_l) | (bits 2j.. of scales_h) << 4, biased by 32. */
 static inline FG_HD void fg_dequant_iq4_xs(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
   const float d = fg_ld_f16(b);
-  const uint16_t sh = fg_ld_le16(b + 2);
+  const uint16_t sh = fg_bytes_ld_le16(b + 2);
   const uint8_t *sl = b + 4, *qs = b + 8;
   for (int j = 0; j < 8; j++) {
     const int ls = ((sl[j >> 1] >> (4 * (j & 1))) & 15) | (((sh >> (2 * j)) & 3) << 4);

@@ -114,7 +114,7 @@ static inline FG_HD void fg_dequant_q6_K(const uint8_t *FG_RESTRICT b, float *FG
 
 /* Q8_K, 292 bytes: d f32, qs[256] int8, bsums[16] int16 (redundant sums, not read). */
 static inline FG_HD void fg_dequant_q8_K(const uint8_t *FG_RESTRICT b, float *FG_RESTRICT y) {
-  const float d = fg_bits_f32(fg_ld_le32(b));
+  const float d = fg_bits_f32(fg_bytes_ld_le32(b));
   for (int j = 0; j < 256; j++) y[j] = d * (float)(int8_t)b[4 + j];
 }
 

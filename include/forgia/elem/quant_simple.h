@@ -43,7 +43,7 @@ static inline FG_HD void fg_dequant_q5_0(const uint8_t *FG_RESTRICT b, float *FG
   const float d = fg_ld_f16(b);
   const uint8_t *qs = b + 6;
   int h[32];
-  fg_q5_high(fg_ld_le32(b + 2), h);
+  fg_q5_high(fg_bytes_ld_le32(b + 2), h);
   for (int j = 0; j < 16; j++) {
     y[j] = (float)(((qs[j] & 0x0f) | h[j]) - 16) * d;
     y[j + 16] = (float)(((qs[j] >> 4) | h[j + 16]) - 16) * d;
@@ -55,7 +55,7 @@ static inline FG_HD void fg_dequant_q5_1(const uint8_t *FG_RESTRICT b, float *FG
   const float d = fg_ld_f16(b), m = fg_ld_f16(b + 2);
   const uint8_t *qs = b + 8;
   int h[32];
-  fg_q5_high(fg_ld_le32(b + 4), h);
+  fg_q5_high(fg_bytes_ld_le32(b + 4), h);
   for (int j = 0; j < 16; j++) {
     y[j] = (float)((qs[j] & 0x0f) | h[j]) * d + m;
     y[j + 16] = (float)((qs[j] >> 4) | h[j + 16]) * d + m;

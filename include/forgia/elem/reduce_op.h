@@ -8,7 +8,7 @@ typedef enum fg_reduce_op {
   FG_REDUCE_SUM = 0,    /* sum of the values */
   FG_REDUCE_SUMSQ = 1,  /* sum of their squares (Fucina's sumSquares) */
   FG_REDUCE_MAXABS = 2, /* largest absolute value (0 for no values) */
-  FG_REDUCE_OP_COUNT
+  FG_REDUCE_OP_COUNT = 3
 } fg_reduce_op;
 
 #endif
