@@ -25,6 +25,15 @@ extern "C" {
 
 typedef void (*fg_qblock_enc)(const float *x, uint8_t *y);
 
+/* quant.c: where each block type keeps its f16 fields (n of them, byte offsets in the block):
+ * the scales and mins, Q8_1's sum; n 0 for a type without one. The plain and the weighted
+ * encoders refuse a block whose field came out Inf. Indexed by fg_dtype. */
+typedef struct fg_half_fields {
+  uint8_t n;
+  uint8_t off[2];
+} fg_half_fields;
+extern const fg_half_fields fg_quant_halves[];
+
 /* Float to int32 as x86's cvttss2si: truncate toward zero; NaN and out-of-range give
  * INT32_MIN. ggml's (int8_t)/(uint8_t)/lroundf casts compile to this on x86-64, so the
  * degenerate cases (id = 1/d overflowing for subnormal blocks) keep ggml's bytes. */

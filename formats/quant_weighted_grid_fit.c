@@ -54,12 +54,11 @@ static void fg_iq_signs(const float *xb, const float *weight, int ngroups, int p
   }
 }
 
-float fg_iq_prepare(const float *xb, const float *qw, int n, float sigma2, float bias, int parity, float *weight,
-                    float *waux, float *xval, uint8_t *signs) {
-  fg_iq_weights(xb, qw, n, sigma2, bias, weight, waux);
-  fg_iq_signs(xb, weight, n / 8, parity, xval, signs);
-  float max = xval[0];
-  for (int i = 1; i < n; i++) max = max > xval[i] ? max : xval[i];
+float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float sigma2, float bias, int parity) {
+  fg_iq_weights(xb, qw, n, sigma2, bias, s->weight, s->waux);
+  fg_iq_signs(xb, s->weight, n / 8, parity, s->xval, s->signs);
+  float max = s->xval[0];
+  for (int i = 1; i < n; i++) max = max > s->xval[i] ? max : s->xval[i];
   return max;
 }
 
@@ -92,8 +91,7 @@ static inline __attribute__((always_inline)) int fg_iq_regrid_n(const fg_iq_tab 
   return 1;
 }
 
-int fg_iq_regrid(const fg_iq_tab *t, int n, const float *xval, const float *weight, const float *waux, unsigned keep,
-                 int8_t *L, float *scale) {
-  if (t->dim == 4) return fg_iq_regrid_n(t, n, 4, xval, weight, waux, keep, L, scale);
-  return fg_iq_regrid_n(t, n, 8, xval, weight, waux, keep, L, scale);
+int fg_iq_regrid(const fg_iq_tab *t, int n, fg_iq_sub *s, unsigned keep, float *scale) {
+  if (t->dim == 4) return fg_iq_regrid_n(t, n, 4, s->xval, s->weight, s->waux, keep, s->L, scale);
+  return fg_iq_regrid_n(t, n, 8, s->xval, s->weight, s->waux, keep, s->L, scale);
 }

@@ -73,19 +73,24 @@ int fg_iq_trials(const fg_iq_tab *t, int n, const float *xval, const float *weig
 
 /* Mean square of the 256 x of a super-block (twice that when twice is set). */
 float fg_iq_sigma2(const float *x, int twice);
-/* Sets up a sub-block of n (16 or 32) x for the search: its weights qw * sqrt(sigma2 + x²),
- * or bias + x² without a matrix (qw NULL), and their square roots waux (the neighbour
- * searches' weights); the magnitudes xval and a sign byte per group of 8 (bit i: element i was
- * negative; with parity, an odd count of negatives flips back the element of least
- * weight * x² (first on ties) and the byte keeps 7 bits). Returns the largest magnitude. */
-float fg_iq_prepare(const float *xb, const float *qw, int n, float sigma2, float bias, int parity, float *weight,
-                    float *waux, float *xval, uint8_t *signs);
-/* The groups of the n levels L not marked in keep (bit g: group g) redone at the trials'
+/* One sub-block of n <= 32 elements in the search: the weights, their square roots waux (the
+ * neighbour searches' weights), the magnitudes xval, the levels L and a sign byte per group of
+ * 8 (bit i: element i was negative). */
+typedef struct fg_iq_sub {
+  float weight[32], waux[32], xval[32];
+  int8_t L[32];
+  uint8_t signs[4];
+} fg_iq_sub;
+/* Sets up s for the n (16 or 32) x of xb: weights qw * sqrt(sigma2 + x²), or bias + x²
+ * without a matrix (qw NULL), waux, xval and signs; with parity, an odd count of negatives in
+ * a group flips back its element of least weight * x² (first on ties) and its sign byte keeps
+ * 7 bits. Returns the largest magnitude. */
+float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float sigma2, float bias, int parity);
+/* The groups of the n levels s->L not marked in keep (bit g: group g) redone at the trials'
  * *scale (> 0): levels of xval / *scale, a group off the grid moved to its best neighbour;
  * then *scale = sumqx / sumq2 over all of L when sumq2 > 0. Returns 0 when a neighbour search
  * finds nothing (the block is refused). */
-int fg_iq_regrid(const fg_iq_tab *t, int n, const float *xval, const float *weight, const float *waux, unsigned keep,
-                 int8_t *L, float *scale);
+int fg_iq_regrid(const fg_iq_tab *t, int n, fg_iq_sub *s, unsigned keep, float *scale);
 
 /* The grid entry of one group of levels (or a negative map value). ggml packs the index into
  * an integer of bits * dim bits: a level above the clamp (IQ2_XXS keeps its initial fit's

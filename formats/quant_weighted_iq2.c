@@ -9,21 +9,19 @@
 
 /* The 16-element sub-block fit of IQ2_XS and IQ2_S: trials -9..9 around max/5, then the
  * groups left off the grid redone at the chosen scale. Returns 0 when a search fails. */
-static int fg_iq2_fit16(const fg_iq_tab *t, const float *xval, const float *weight, const float *waux, float max,
-                        int8_t *L, float *scale_out) {
+static int fg_iq2_fit16(const fg_iq_tab *t, fg_iq_sub *s, float max, float *scale_out) {
   float ids[19], best = 0, scale = max / 5;
   unsigned on_grid = 3;
   for (int is = -9; is <= 9; is++) ids[is + 9] = (5 + is * 0.1f) / max;
-  if (!fg_iq_trials(t, 16, xval, weight, waux, ids, 19, L, &scale, &best, &on_grid)) return 0;
-  if (on_grid != 3 && scale > 0 && !fg_iq_regrid(t, 16, xval, weight, waux, on_grid, L, &scale)) return 0;
+  if (!fg_iq_trials(t, 16, s->xval, s->weight, s->waux, ids, 19, s->L, &scale, &best, &on_grid)) return 0;
+  if (on_grid != 3 && scale > 0 && !fg_iq_regrid(t, 16, s, on_grid, &scale)) return 0;
   *scale_out = scale;
   return 1;
 }
 
 int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n) {
-  float scales[8], weight[32], waux[32], xval[32];
-  int8_t L[32];
-  uint8_t signs[4];
+  float scales[8];
+  fg_iq_sub s;
   for (int64_t ibl = 0; ibl < n / 256; ibl++, y += 66) {
     uint32_t q2[16] = {0};
     fg_st_le16(y, fg_f32_to_f16(0.f));
@@ -32,30 +30,29 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
     const float sigma2 = fg_iq_sigma2(xbl, 0);
     for (int ib = 0; ib < 8; ib++) {
       const float *xb = xbl + 32 * ib;
-      if (fg_iq_prepare(xb, qw + 256 * ibl + 32 * ib, 32, sigma2, 0, 1, weight, waux, xval, signs) <
-          FG_QW_GROUP_MAX_EPS) {
+      if (fg_iq_prepare(&s, xb, qw + 256 * ibl + 32 * ib, 32, sigma2, 0, 1) < FG_QW_GROUP_MAX_EPS) {
         scales[ib] = 0;
-        memset(L, 0, 32);
+        memset(s.L, 0, 32);
         continue;
       }
-      float scale = fg_qw_fit_scales(32, 4, xval, (uint8_t *)L, weight);
+      float scale = fg_qw_fit_scales(32, 4, s.xval, (uint8_t *)s.L, s.weight);
       const float eff_max = scale * 3;
       if (eff_max <= 0) {
         scales[ib] = 0;
-        memset(L, 0, 32);
+        memset(s.L, 0, 32);
         continue;
       }
       float ids[13], best = 0;
       unsigned on_grid = 0;
       for (int is = -6; is <= 6; is++) ids[is + 6] = (5 + is * 0.1f) / eff_max;
-      if (!fg_iq_trials(t, 32, xval, weight, waux, ids, 13, L, &scale, &best, &on_grid)) return ibl;
-      if (scale > 0 && !fg_iq_regrid(t, 32, xval, weight, waux, 0, L, &scale)) return ibl;
-      scale = fg_iq_unsign(scale, 4, 1, signs);
+      if (!fg_iq_trials(t, 32, s.xval, s.weight, s.waux, ids, 13, s.L, &scale, &best, &on_grid)) return ibl;
+      if (scale > 0 && !fg_iq_regrid(t, 32, &s, 0, &scale)) return ibl;
+      scale = fg_iq_unsign(scale, 4, 1, s.signs);
       int gi[4];
-      if (!fg_iq_grid_all(t, L, 4, gi)) return ibl;
+      if (!fg_iq_grid_all(t, s.L, 4, gi)) return ibl;
       for (int k = 0; k < 4; k++) {
         q2[2 * ib] |= (uint32_t)gi[k] << (8 * k);
-        q2[2 * ib + 1] |= (uint32_t)signs[k] << (7 * k);
+        q2[2 * ib + 1] |= (uint32_t)s.signs[k] << (7 * k);
       }
       if (!(scale >= 0)) return ibl;
       scales[ib] = scale;
@@ -79,9 +76,8 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
 /* IQ2_XS and IQ2_S differ in sigma2, the weights without a matrix (IQ2_S only), the sign
  * codes, the smallest sub-block and the stored scale's fudge factor; and in the packing. */
 static int64_t fg_iq2_enc16(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n, int is_s) {
-  float scales[16], weight[16], waux[16], xval[16];
-  int8_t L[16];
-  uint8_t signs[2];
+  float scales[16];
+  fg_iq_sub s;
   const int64_t bb = is_s ? 82 : 74;
   for (int64_t ibl = 0; ibl < n / 256; ibl++, y += bb) {
     memset(y, 0, (size_t)bb);
@@ -92,26 +88,25 @@ static int64_t fg_iq2_enc16(const fg_iq_tab *t, const float *x, const float *qw,
     const float sigma2 = fg_iq_sigma2(xbl, is_s);
     for (int ib = 0; ib < 16; ib++) {
       const float *xb = xbl + 16 * ib;
-      const float max = fg_iq_prepare(xb, qw ? qw + 256 * ibl + 16 * ib : NULL, 16, sigma2, 0.25f * sigma2, !is_s,
-                                      weight, waux, xval, signs);
-      memset(L, 0, 16);
+      const float max = fg_iq_prepare(&s, xb, qw ? qw + 256 * ibl + 16 * ib : NULL, 16, sigma2, 0.25f * sigma2, !is_s);
+      memset(s.L, 0, 16);
       if (max < (is_s ? 1e-8f : FG_QW_GROUP_MAX_EPS)) { /* GROUP_MAX_EPS_IQ2_S, GROUP_MAX_EPS */
         scales[ib] = 0;
         continue;
       }
       float scale;
-      if (!fg_iq2_fit16(t, xval, weight, waux, max, L, &scale)) return ibl;
-      scale = fg_iq_unsign(scale, 2, !is_s, signs);
+      if (!fg_iq2_fit16(t, &s, max, &scale)) return ibl;
+      scale = fg_iq_unsign(scale, 2, !is_s, s.signs);
       int gi[2];
-      if (!fg_iq_grid_all(t, L, 2, gi)) return ibl;
+      if (!fg_iq_grid_all(t, s.L, 2, gi)) return ibl;
       for (int k = 0; k < 2; k++) {
         if (is_s) {
           const int i8 = 2 * ib + k;
           y[2 + i8] = (uint8_t)(gi[k] & 255);
           y[66 + i8 / 4] |= (uint8_t)((gi[k] >> 8) << (2 * (i8 % 4)));
-          y[34 + i8] = signs[k];
+          y[34 + i8] = s.signs[k];
         } else {
-          q2[2 * ib + k] = (uint16_t)(gi[k] | (signs[k] << 9));
+          q2[2 * ib + k] = (uint16_t)(gi[k] | (s.signs[k] << 9));
         }
       }
       if (!(scale >= 0)) return ibl;

@@ -9,20 +9,18 @@
 
 #include "formats/quant_weighted_internal.h"
 
-/* The fitted scale of one sub-block of 32 (nsub groups of 4), its levels in L; trials
- * -ntry..ntry; on_grid_init is ggml's starting is_on_grid (true for IQ3_XXS, false for IQ3_S,
- * which also refits every group, not only those off the grid). Returns 0 when a neighbour
- * search finds nothing (the block is refused). */
-static int fg_iq3_fit(const fg_iq_tab *t, const float *xval, const float *weight, const float *waux, float max,
-                      int ntry, int xxs, int8_t *L, float *scale_out) {
+/* The fitted scale of sub-block s (32 elements, 8 groups of 4), its levels in s->L; trials
+ * -ntry..ntry; xxs: ggml's starting is_on_grid is true (IQ3_XXS), else false (IQ3_S, which
+ * also refits every group, not only those off the grid). Returns 0 when a neighbour search
+ * finds nothing (the block is refused). */
+static int fg_iq3_fit(const fg_iq_tab *t, fg_iq_sub *s, float max, int ntry, int xxs, float *scale_out) {
   float ids[31];
   for (int is = -ntry; is <= ntry; is++) ids[is + ntry] = (15 + is * 0.2f) / max;
   float best = 0;
   float scale = max / 15;
   unsigned on_grid = xxs ? 0xffu : 0u;
-  if (!fg_iq_trials(t, 32, xval, weight, waux, ids, 2 * ntry + 1, L, &scale, &best, &on_grid)) return 0;
-  if (on_grid != 0xffu && scale > 0 && !fg_iq_regrid(t, 32, xval, weight, waux, xxs ? on_grid : 0u, L, &scale))
-    return 0;
+  if (!fg_iq_trials(t, 32, s->xval, s->weight, s->waux, ids, 2 * ntry + 1, s->L, &scale, &best, &on_grid)) return 0;
+  if (on_grid != 0xffu && scale > 0 && !fg_iq_regrid(t, 32, s, xxs ? on_grid : 0u, &scale)) return 0;
   *scale_out = scale;
   return 1;
 }
@@ -30,9 +28,8 @@ static int fg_iq3_fit(const fg_iq_tab *t, const float *xval, const float *weight
 /* IQ3_XXS and IQ3_S differ in the sign codes (IQ3_XXS: 7 bits with even parity), the
  * smallest sub-block, the trials, the stored scale's fudge factor, and the packing. */
 static int64_t fg_iq3_enc(const fg_iq_tab *t, const float *x, const float *qw, uint8_t *y, int64_t n, int is_s) {
-  float scales[8], weight[32], waux[32], xval[32];
-  int8_t L[32];
-  uint8_t signs[4];
+  float scales[8];
+  fg_iq_sub s;
   const int64_t bb = is_s ? 110 : 98;
   for (int64_t ibl = 0; ibl < n / 256; ibl++, y += bb) {
     memset(y, 0, (size_t)bb);
@@ -46,9 +43,8 @@ static int64_t fg_iq3_enc(const fg_iq_tab *t, const float *x, const float *qw, u
     const float sigma2 = fg_iq_sigma2(xbl, 1);
     for (int ib = 0; ib < 8; ib++) {
       const float *xb = xbl + 32 * ib;
-      const float max =
-        fg_iq_prepare(xb, qw ? qw + 256 * ibl + 32 * ib : NULL, 32, sigma2, 0, !is_s, weight, waux, xval, signs);
-      memset(L, 0, 32);
+      const float max = fg_iq_prepare(&s, xb, qw ? qw + 256 * ibl + 32 * ib : NULL, 32, sigma2, 0, !is_s);
+      memset(s.L, 0, 32);
       /* GROUP_MAX_EPS_IQ3_XXS; an all-zero IQ3_S sub-block writes nothing and, as in ggml, does
        * not advance the qs and signs cursors: the next sub-blocks' codes land in its place */
       if (is_s ? max == 0.0f : max < 1e-8f) {
@@ -56,10 +52,10 @@ static int64_t fg_iq3_enc(const fg_iq_tab *t, const float *x, const float *qw, u
         continue;
       }
       float scale;
-      if (!fg_iq3_fit(t, xval, weight, waux, max, is_s ? 9 : 15, !is_s, L, &scale)) return ibl;
-      scale = fg_iq_unsign(scale, 4, !is_s, signs);
+      if (!fg_iq3_fit(t, &s, max, is_s ? 9 : 15, !is_s, &scale)) return ibl;
+      scale = fg_iq_unsign(scale, 4, !is_s, s.signs);
       int gi[8];
-      if (!fg_iq_grid_all(t, L, 8, gi)) return ibl;
+      if (!fg_iq_grid_all(t, s.L, 8, gi)) return ibl;
       for (int k = 0; k < 8; k++) {
         if (is_s) {
           qs[k] = (uint8_t)(gi[k] & 255);
@@ -70,10 +66,10 @@ static int64_t fg_iq3_enc(const fg_iq_tab *t, const float *x, const float *qw, u
       }
       if (is_s) {
         qs += 8;
-        memcpy(sg, signs, 4);
+        memcpy(sg, s.signs, 4);
         sg += 4;
       } else {
-        ss[ib] = (uint32_t)signs[0] | ((uint32_t)signs[1] << 7) | ((uint32_t)signs[2] << 14) | ((uint32_t)signs[3] << 21);
+        for (int k = 0; k < 4; k++) ss[ib] |= (uint32_t)s.signs[k] << (7 * k);
       }
       if (!(scale >= 0)) return ibl; /* NaN: ggml asserts */
       scales[ib] = scale;
