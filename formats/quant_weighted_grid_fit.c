@@ -12,8 +12,9 @@ float fg_iq_sigma2(const float *x, int twice) {
   return twice ? 2 * s / 256 : s / 256;
 }
 
-static void fg_iq_weights(const float *xb, const float *qw, int n, float sigma2, float bias, float *weight,
-                          float *waux) {
+/* n (16 or 32) and ngroups are constants once inlined into the instances of fg_iq_prepare. */
+static inline __attribute__((always_inline)) void fg_iq_weights(const float *xb, const float *qw, const int n,
+                                                                float sigma2, float bias, float *weight, float *waux) {
   if (qw)
     for (int i = 0; i < n; i++) weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
   else
@@ -24,7 +25,8 @@ static void fg_iq_weights(const float *xb, const float *qw, int n, float sigma2,
 /* Magnitudes of ngroups groups of 8 and their sign bytes; with parity, an odd count of
  * negatives flips back the element of least weight*x^2 (first on ties) and the codes keep 7
  * bits. */
-static void fg_iq_signs(const float *xb, const float *weight, int ngroups, int parity, float *xval, uint8_t *signs) {
+static inline __attribute__((always_inline)) void fg_iq_signs(const float *xb, const float *weight, const int ngroups,
+                                                              int parity, float *xval, uint8_t *signs) {
   for (int k = 0; k < ngroups; k++) {
     int nflip = 0;
     uint8_t s = 0;
@@ -54,7 +56,8 @@ static void fg_iq_signs(const float *xb, const float *weight, int ngroups, int p
   }
 }
 
-float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float sigma2, float bias, int parity) {
+static inline __attribute__((always_inline)) float fg_iq_prepare_n(fg_iq_sub *s, const float *xb, const float *qw,
+                                                                   const int n, float sigma2, float bias, int parity) {
   fg_iq_weights(xb, qw, n, sigma2, bias, s->weight, s->waux);
   fg_iq_signs(xb, s->weight, n / 8, parity, s->xval, s->signs);
   float max = s->xval[0];
@@ -62,21 +65,26 @@ float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float
   return max;
 }
 
-/* dim is a constant once inlined into the two instances below. The levels go straight into L:
- * a group on the grid holds its entry's levels (map's definition), and fg_iq_best_neighbour
- * writes the levels of the entry it picks. */
-static inline __attribute__((always_inline)) int fg_iq_regrid_n(const fg_iq_tab *t, int n, const int dim,
-                                                                const float *xval, const float *weight,
-                                                                const float *waux, unsigned keep, int8_t *L,
-                                                                float *scale) {
+float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float sigma2, float bias, int parity) {
+  if (n == 16) return fg_iq_prepare_n(s, xb, qw, 16, sigma2, bias, parity);
+  return fg_iq_prepare_n(s, xb, qw, 32, sigma2, bias, parity);
+}
+
+/* n, dim, bits and maxl are constants once inlined into the instances below. The levels go
+ * straight into L: a group on the grid holds its entry's levels (map's definition), and
+ * fg_iq_best_neighbour writes the levels of the entry it picks. */
+static inline __attribute__((always_inline)) int fg_iq_regrid_n(const fg_iq_tab *t, const int n, const int dim,
+                                                                const int bits, const int maxl, const float *xval,
+                                                                const float *weight, const float *waux,
+                                                                unsigned keep, int8_t *L, float *scale) {
   const float id = 1 / *scale;
   for (int k = 0; k < n / dim; k++) {
     if (keep >> k & 1) continue;
     int u = 0;
     for (int i = 0; i < dim; i++) {
-      const int l = fg_clampi(fg_nearest_int(0.5f * (id * xval[dim * k + i] - 1)), 0, t->maxl);
+      const int l = fg_clampi(fg_nearest_int(0.5f * (id * xval[dim * k + i] - 1)), 0, maxl);
       L[dim * k + i] = (int8_t)l;
-      u |= l << (t->bits * i);
+      u |= l << (bits * i);
     }
     if (t->map[u] < 0 && fg_iq_best_neighbour(t, t->map[u], xval + dim * k, waux + dim * k, *scale, L + dim * k) < 0)
       return 0;
@@ -91,7 +99,10 @@ static inline __attribute__((always_inline)) int fg_iq_regrid_n(const fg_iq_tab 
   return 1;
 }
 
+/* The IQ3 tables group 4 levels 0..7 (3 bits each), the IQ2 tables 8 levels 0..2 (2 bits);
+ * IQ3 sub-blocks have 32 elements, IQ2's 16 or 32. */
 int fg_iq_regrid(const fg_iq_tab *t, int n, fg_iq_sub *s, unsigned keep, float *scale) {
-  if (t->dim == 4) return fg_iq_regrid_n(t, n, 4, s->xval, s->weight, s->waux, keep, s->L, scale);
-  return fg_iq_regrid_n(t, n, 8, s->xval, s->weight, s->waux, keep, s->L, scale);
+  if (t->dim == 4) return fg_iq_regrid_n(t, 32, 4, 3, 7, s->xval, s->weight, s->waux, keep, s->L, scale);
+  if (n == 16) return fg_iq_regrid_n(t, 16, 8, 2, 2, s->xval, s->weight, s->waux, keep, s->L, scale);
+  return fg_iq_regrid_n(t, 32, 8, 2, 2, s->xval, s->weight, s->waux, keep, s->L, scale);
 }

@@ -92,20 +92,18 @@ float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float
  * finds nothing (the block is refused). */
 int fg_iq_regrid(const fg_iq_tab *t, int n, fg_iq_sub *s, unsigned keep, float *scale);
 
-/* The grid entry of one group of levels (or a negative map value). ggml packs the index into
- * an integer of bits * dim bits: a level above the clamp (IQ2_XXS keeps its initial fit's
- * codes, 0..4 or wrapped, when no scale is accepted) spills into the next fields and the top
- * bits are dropped; the same here. */
-static inline int fg_iq_grid_of(const fg_iq_tab *t, const int8_t *L) {
-  unsigned u = 0;
-  for (int i = 0; i < t->dim; i++) u |= (unsigned)(int)L[i] << (t->bits * i);
-  return t->map[u & ((1u << (t->bits * t->dim)) - 1)];
-}
-
-/* The grid entries of the ngroups groups of L into gi; 0 when one is off the grid. */
-static inline int fg_iq_grid_all(const fg_iq_tab *t, const int8_t *L, int ngroups, int *gi) {
-  for (int k = 0; k < ngroups; k++)
-    if ((gi[k] = fg_iq_grid_of(t, L + t->dim * k)) < 0) return 0;
+/* The grid entries of the ngroups groups of L into gi; 0 when one is off the grid. dim: the
+ * table's, passed as a constant so that the loops unroll. ggml packs a group's index into an
+ * integer of bits * dim bits: a level above the clamp (IQ2_XXS keeps its initial fit's codes,
+ * 0..4 or wrapped, when no scale is accepted) spills into the next fields and the top bits are
+ * dropped; the same here. */
+static inline int fg_iq_grid_all(const fg_iq_tab *t, const int dim, const int8_t *L, int ngroups, int *gi) {
+  const int bits = dim == 4 ? 3 : 2; /* the IQ3 tables' levels 0..7, the IQ2 tables' 0..2 */
+  for (int k = 0; k < ngroups; k++) {
+    unsigned u = 0;
+    for (int i = 0; i < dim; i++) u |= (unsigned)(int)L[dim * k + i] << (bits * i);
+    if ((gi[k] = t->map[u & ((1u << (bits * dim)) - 1)]) < 0) return 0;
+  }
   return 1;
 }
 

@@ -49,7 +49,7 @@ int64_t fg_qwenc_iq2_xxs(const fg_iq_tab *t, const float *x, const float *qw, ui
       if (scale > 0 && !fg_iq_regrid(t, 32, &s, 0, &scale)) return ibl;
       scale = fg_iq_unsign(scale, 4, 1, s.signs);
       int gi[4];
-      if (!fg_iq_grid_all(t, s.L, 4, gi)) return ibl;
+      if (!fg_iq_grid_all(t, 8, s.L, 4, gi)) return ibl;
       for (int k = 0; k < 4; k++) {
         q2[2 * ib] |= (uint32_t)gi[k] << (8 * k);
         q2[2 * ib + 1] |= (uint32_t)s.signs[k] << (7 * k);
@@ -98,7 +98,7 @@ static int64_t fg_iq2_enc16(const fg_iq_tab *t, const float *x, const float *qw,
       if (!fg_iq2_fit16(t, &s, max, &scale)) return ibl;
       scale = fg_iq_unsign(scale, 2, !is_s, s.signs);
       int gi[2];
-      if (!fg_iq_grid_all(t, s.L, 2, gi)) return ibl;
+      if (!fg_iq_grid_all(t, 8, s.L, 2, gi)) return ibl;
       for (int k = 0; k < 2; k++) {
         if (is_s) {
           const int i8 = 2 * ib + k;

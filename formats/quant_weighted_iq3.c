@@ -55,7 +55,7 @@ static int64_t fg_iq3_enc(const fg_iq_tab *t, const float *x, const float *qw, u
       if (!fg_iq3_fit(t, &s, max, is_s ? 9 : 15, !is_s, &scale)) return ibl;
       scale = fg_iq_unsign(scale, 4, !is_s, s.signs);
       int gi[8];
-      if (!fg_iq_grid_all(t, s.L, 8, gi)) return ibl;
+      if (!fg_iq_grid_all(t, 4, s.L, 8, gi)) return ibl;
       for (int k = 0; k < 8; k++) {
         if (is_s) {
           qs[k] = (uint8_t)(gi[k] & 255);
