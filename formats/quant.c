@@ -172,23 +172,18 @@ static void fg_scalar_rows(fg_dtype t, bool encode, const void *in, void *out, i
   }
 }
 
-/* Where each block type keeps its half-precision fields (byte offsets in the block): the
- * scales and mins, and Q8_1's sum. A finite input whose field rounds beyond f16's largest
- * value, 65504, would be stored as Inf (ggml does so, and the block decodes to NaN), so such
- * a block is refused. The other types keep no half field: Q8_K's scale is f32 (checked on its
- * own: see below), MXFP4's is an E8M0 exponent (every finite input has one) and NVFP4's an
- * unsigned E4M3 that saturates at 448, as ggml's does. */
-typedef struct fg_half_fields {
-  uint8_t n;
-  uint8_t off[2];
-} fg_half_fields;
-
-static const fg_half_fields fg_halves[FG_GGML_TYPE_COUNT] = {
+/* A finite input whose half field rounds beyond f16's largest value, 65504, would be stored
+ * as Inf (ggml does so, and the block decodes to NaN), so such a block is refused. The types
+ * without a half field: Q8_K's scale is f32 (checked on its own: see below), MXFP4's is an
+ * E8M0 exponent (every finite input has one) and NVFP4's an unsigned E4M3 that saturates at
+ * 448, as ggml's does; IQ1_M's f16 is spread over its scale words (quant_weighted.c). */
+const fg_half_fields fg_quant_halves[FG_GGML_TYPE_COUNT] = {
   [FG_Q4_0] = {1, {0}},      [FG_Q4_1] = {2, {0, 2}},   [FG_Q5_0] = {1, {0}},      [FG_Q5_1] = {2, {0, 2}},
   [FG_Q8_0] = {1, {0}},      [FG_Q8_1] = {2, {0, 2}},   [FG_Q2_K] = {2, {80, 82}}, [FG_Q3_K] = {1, {108}},
   [FG_Q4_K] = {2, {0, 2}},   [FG_Q5_K] = {2, {0, 2}},   [FG_Q6_K] = {1, {208}},    [FG_TQ1_0] = {1, {52}},
   [FG_TQ2_0] = {1, {64}},    [FG_IQ4_NL] = {1, {0}},    [FG_IQ4_XS] = {1, {0}},    [FG_Q1_0] = {1, {0}},
-  [FG_Q2_0] = {1, {0}},
+  [FG_Q2_0] = {1, {0}},      [FG_IQ2_XXS] = {1, {0}},   [FG_IQ2_XS] = {1, {0}},    [FG_IQ2_S] = {1, {0}},
+  [FG_IQ3_XXS] = {1, {0}},   [FG_IQ3_S] = {1, {0}},     [FG_IQ1_S] = {1, {0}},
 };
 
 /* The fitting searches of the k-quants and IQ4 square and cube the inputs in f32; past 2^32
@@ -249,7 +244,7 @@ static fg_status fg_encode_refused(fg_dtype t, const fg_dtype_traits *tr, const 
     if ((fg_f32_bits(x[j]) & 0x7fffffffu) > (fg_f32_bits(x[at]) & 0x7fffffffu)) at = j;
   const int64_t first = range_block * be % n, r = range_block * be / n;
   if (nrows > 1) snprintf(row, sizeof row, "row %lld, ", (long long)r);
-  const char *field = fg_halves[t].n < 2 ? "scale" : t == FG_Q8_1 ? "scale or sum" : "scale or min";
+  const char *field = fg_quant_halves[t].n < 2 ? "scale" : t == FG_Q8_1 ? "scale or sum" : "scale or min";
   char tail[128];
   if (t == FG_Q8_K)
     snprintf(tail, sizeof tail, "makes its f32 scale x 127 overflow (the block would decode to Inf)");
@@ -274,7 +269,7 @@ fg_status fg_quant_encode_rows(fg_dtype t, const float *src, int64_t nrows, int6
   const fg_dtype_traits *tr = fg_dtype_info(t);
   const int64_t be = tr->block_elems, bb = tr->block_bytes;
   const fg_qblock_enc enc = fg_enc_tab[t];
-  const fg_half_fields h = fg_halves[t];
+  const fg_half_fields h = fg_quant_halves[t];
   const unsigned hi0 = h.n ? h.off[0] + 1u : 0, hi1 = h.n > 1 ? h.off[1] + 1u : hi0;
   const uint8_t mask = h.n ? 0x7cu : 0;
   const bool q8k = t == FG_Q8_K, search = fg_has_search(t), par = fg_quant_par(nb * be);

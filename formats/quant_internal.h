@@ -25,6 +25,15 @@ extern "C" {
 
 typedef void (*fg_qblock_enc)(const float *x, uint8_t *y);
 
+/* quant.c: where each block type keeps its f16 fields (n of them, byte offsets in the block):
+ * the scales and mins, Q8_1's sum; n 0 for a type without one. The plain and the weighted
+ * encoders refuse a block whose field came out Inf. Indexed by fg_dtype. */
+typedef struct fg_half_fields {
+  uint8_t n;
+  uint8_t off[2];
+} fg_half_fields;
+extern const fg_half_fields fg_quant_halves[];
+
 /* Float to int32 as x86's cvttss2si: truncate toward zero; NaN and out-of-range give
  * INT32_MIN. ggml's (int8_t)/(uint8_t)/lroundf casts compile to this on x86-64, so the
  * degenerate cases (id = 1/d overflowing for subnormal blocks) keep ggml's bytes. */
@@ -45,6 +54,8 @@ static inline float fg_round_away(float v) {
   else if (r <= -0.5f) t -= 1.0f;
   return copysignf(t, v);
 }
+
+static inline int fg_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ggml's nearest_int: add 1.5 * 2^23 and read the mantissa bits; round half to even for
  * |f| <= 4194303, deterministic garbage beyond (kept, for parity). */
@@ -116,6 +127,23 @@ static inline float fg_signed_absmax(const float *x, int n) {
   }
 }
 
+/* The start of ggml's make_qkx* fits of n values with weights w: min (at most 0) and max of
+ * x, the sum of w and of w * x, in index order. */
+static inline void fg_qkx_range(int n, const float *x, const float *w, float *min, float *max, float *sum_w,
+                                float *sum_x) {
+  float lo = x[0], hi = x[0], sw = w[0], sx = sw * x[0];
+  for (int i = 1; i < n; i++) {
+    if (x[i] < lo) lo = x[i];
+    if (x[i] > hi) hi = x[i];
+    sw += w[i];
+    sx += w[i] * x[i];
+  }
+  *min = lo > 0 ? 0 : lo;
+  *max = hi;
+  *sum_w = sw;
+  *sum_x = sx;
+}
+
 /* roundf then the int8 cast, for |v| < 2^23 and without branches so the block loop
  * vectorises: truncate, then step away from zero when the exact remainder is at least one
  * half. Blocks whose scale overflowed (id infinite) take the general path instead. */
@@ -123,6 +151,23 @@ static inline uint8_t fg_round_small_u8(float v) {
   const int32_t t = (int32_t)v;
   const float r = v - (float)t;
   return (uint8_t)(t + (r >= 0.5f) - (r <= -0.5f));
+}
+
+/* Eight bytes holding 0 or 1 each (byte i counts as bits 8i..8i+7) to one byte, bit i from
+ * byte i: the multiply moves every byte's bit to bit 56 + i, without carries. */
+static inline uint8_t fg_gather_bits8(const uint8_t *h) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)h[i] << (8 * i);
+  return (uint8_t)((v * 0x0102040810204080ull) >> 56);
+}
+
+/* The tail of Q5_0 / Q5_1 (plain and weighted): 32 codes 0..31, low nibbles into qs, bit 4
+ * into the LE u32 qh. */
+static inline void fg_pack_q5(const uint8_t *q, uint8_t *qh_out, uint8_t *qs) {
+  uint8_t h[32];
+  for (int j = 0; j < 16; j++) qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+  for (int j = 0; j < 32; j++) h[j] = (uint8_t)((q[j] >> 4) & 1);
+  for (int i = 0; i < 4; i++) qh_out[i] = fg_gather_bits8(h + 8 * i);
 }
 
 /* quant_simple.c */
@@ -149,6 +194,15 @@ void fg_qenc_nvfp4(const float *x, uint8_t *y);
 /* quant_iq.c */
 void fg_qenc_iq4_nl(const float *x, uint8_t *y);
 void fg_qenc_iq4_xs(const float *x, uint8_t *y);
+/* The IQ4 steps that the weighted encoders (quant_weighted_iq4.c) share, as ggml's
+ * quantize_row_iq4_nl_impl writes them for a super-block of one (NL) or 8 (XS) sub-blocks
+ * of 32. fg_iq4_fit: the scale of one sub-block (0 when its largest magnitude is below
+ * 1e-15) from the weights w, the best of -max/-127 and 15 trial inverse scales (ntry 7).
+ * fg_iq4_nl_store: an IQ4_NL block of x at scale d. fg_iq4_xs_store: an IQ4_XS block of x
+ * from its 8 sub-block scales. */
+float fg_iq4_fit(const float *xb, const float *w);
+void fg_iq4_nl_store(const float *x, float d, uint8_t *y);
+void fg_iq4_xs_store(const float *x, const float *scales, uint8_t *y);
 
 /* quant_rows_x86.c (x86-64 with gcc or clang): Q8_0's and Q8_K's AVX2 row decoders, the same
  * floats as the block loops (fg_quant_rows_avx2 says whether this CPU may run them), and the

@@ -29,8 +29,6 @@ static inline int32_t fg_iq4_index(float x, float *qv) {
   return c - up;
 }
 
-static inline int fg_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 /* Codes of id * x[j] for one 32-element sub-block. */
 static void fg_iq4_codes(const float *x, float id, uint8_t *L) {
   for (int j = 0; j < 32; j++) {
@@ -39,13 +37,11 @@ static void fg_iq4_codes(const float *x, float id, uint8_t *L) {
   }
 }
 
-/* Fits one 32-element sub-block: returns its scale (0 for an all-zero block). The first
- * inverse scale and the 15 trial ones are evaluated together: lane t of each sum runs over
- * j in order, as ggml's loop for that scale does, so every sum keeps ggml's rounding; the
- * choice between them then runs in ggml's order. */
-static float fg_iq4_fit(const float *xb, uint8_t *Lb) {
-  float weight[32], amax = 0, max = 0;
-  for (int j = 0; j < 32; j++) weight[j] = xb[j] * xb[j];
+/* The first inverse scale and the 15 trial ones are evaluated together: lane t of each sum
+ * runs over j in order, as ggml's loop for that scale does, so every sum keeps ggml's
+ * rounding; the choice between them then runs in ggml's order. */
+float fg_iq4_fit(const float *xb, const float *weight) {
+  float amax = 0, max = 0;
   {
     uint32_t m = 0;
     for (int j = 0; j < 32; j++) {
@@ -93,8 +89,7 @@ static float fg_iq4_fit(const float *xb, uint8_t *Lb) {
       sumqx[4 * g + k] = sqx[g][k];
       sumq2[4 * g + k] = sq2[g][k];
     }
-  fg_iq4_codes(xb, id[0], Lb);
-  d = sumqx[0] / sumq2[0];
+  d = sumq2[0] > 0 ? sumqx[0] / sumq2[0] : 0.f;
   float best = d * sumqx[0];
   for (int t = 1; t < 16; t++) {
     if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
@@ -110,9 +105,8 @@ static void fg_pack_iq4(const uint8_t *L, uint8_t *q4, int nsub) {
     for (int j = 0; j < 16; j++) q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
 }
 
-void fg_qenc_iq4_nl(const float *restrict x, uint8_t *restrict y) {
+void fg_iq4_nl_store(const float *x, float d, uint8_t *y) {
   uint8_t L[32];
-  const float d = fg_iq4_fit(x, L);
   fg_bytes_st_le16(y, fg_f32_to_f16(d));
   /* the codes are redone against the final scale (f32, not the stored fp16) */
   const float id = d != 0.0f ? 1 / d : 0;
@@ -120,11 +114,10 @@ void fg_qenc_iq4_nl(const float *restrict x, uint8_t *restrict y) {
   fg_pack_iq4(L, y + 2, 1);
 }
 
-void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
+void fg_iq4_xs_store(const float *x, const float *scales, uint8_t *y) {
   uint8_t L[256];
-  float scales[8], max_scale = 0, amax_scale = 0;
+  float max_scale = 0, amax_scale = 0;
   for (int ib = 0; ib < 8; ib++) {
-    scales[ib] = fg_iq4_fit(x + 32 * ib, L + 32 * ib);
     const float a = fabsf(scales[ib]);
     if (a > amax_scale) {
       amax_scale = a;
@@ -150,4 +143,24 @@ void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
   }
   fg_bytes_st_le16(y + 2, scales_h);
   fg_pack_iq4(L, y + 8, 8);
+}
+
+/* weights x²: ggml's search without a matrix */
+static void fg_iq4_sq(const float *x, float *w) {
+  for (int j = 0; j < 32; j++) w[j] = x[j] * x[j];
+}
+
+void fg_qenc_iq4_nl(const float *restrict x, uint8_t *restrict y) {
+  float w[32];
+  fg_iq4_sq(x, w);
+  fg_iq4_nl_store(x, fg_iq4_fit(x, w), y);
+}
+
+void fg_qenc_iq4_xs(const float *restrict x, uint8_t *restrict y) {
+  float w[32], scales[8];
+  for (int ib = 0; ib < 8; ib++) {
+    fg_iq4_sq(x + 32 * ib, w);
+    scales[ib] = fg_iq4_fit(x + 32 * ib, w);
+  }
+  fg_iq4_xs_store(x, scales, y);
 }

@@ -6,11 +6,10 @@
 #include <math.h>
 
 #include "formats/quant_internal.h"
+#include "formats/quant_kquants_pack.h"
 #include "forgia/elem/quant_k.h"
 
 #define FG_GROUP_MAX_EPS 1e-15f
-
-static inline int fg_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Asymmetric fit (scale, min) of n values with weights w, codes 0..nmax, searching nstep+1
  * trial inverse scales around nmax/(max-min); the error is weighted |diff| (use_mad) or diff².
@@ -18,16 +17,8 @@ static inline int fg_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi
 static float fg_make_qkx2_quants(int n, int nmax, const float *x, const float *w, uint8_t *L,
                                  float *the_min, uint8_t *Laux, float rmin, float rdelta,
                                  int nstep, int use_mad) {
-  float min = x[0], max = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; i++) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (min > 0) min = 0;
+  float min, max, sum_w, sum_x;
+  fg_qkx_range(n, x, w, &min, &max, &sum_w, &sum_x);
   if (max == min) {
     for (int i = 0; i < n; i++) L[i] = 0;
     *the_min = -min;
@@ -98,10 +89,6 @@ static float fg_make_qkx2_quants(int n, int nmax, const float *x, const float *w
 #else
 #define FG_KQ_INLINE static inline
 #endif
-
-/* Before a short loop that GCC vectorises at -O2: at -O3 it would unroll it completely first
- * and then vectorise only pieces of the straight-line code, several times slower. */
-#define FG_KQ_KEEP_LOOP _Pragma("GCC unroll 1")
 
 /* Before each loop over the groups: unrolled, the groups' vectors stay in registers (GCC -O2
  * keeps them in memory otherwise). */
@@ -397,25 +384,6 @@ FG_KQ_INLINE void fg_q3_lanes(int nmax, fg_qvf xv[][FG_KQ_GROUPS], fg_qvf lt[][F
   fg_kq_lanes_store(sumlx, G, scale_out);
 }
 
-/* 16 bytes at a time for the code packings (SSE2-native as a GCC vector). */
-typedef uint8_t fg_kqb __attribute__((vector_size(16)));
-
-static inline fg_kqb fg_kqb_load(const uint8_t *p) {
-  fg_kqb v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-/* Q2_K / Q3_K low-2-bit packing: byte l of half c holds elements 128c + l + 32s at bits 2s. */
-static void fg_pack_2bit(const uint8_t *L, uint8_t *qs) {
-  for (int j = 0; j < 256; j += 128)
-    for (int l = 0; l < 32; l += 16) {
-      const fg_kqb v = fg_kqb_load(L + j + l) | (fg_kqb_load(L + j + l + 32) << 2) |
-                       (fg_kqb_load(L + j + l + 64) << 4) | (fg_kqb_load(L + j + l + 96) << 6);
-      memcpy(qs + j / 4 + l, &v, sizeof v);
-    }
-}
-
 void fg_qenc_q2_K(const float *restrict x, uint8_t *restrict y) {
   uint8_t L[256], *scales = y, *qs = y + 16;
   float mins[16], sc[16], code_iscale[16], code_min[16];
@@ -461,12 +429,9 @@ void fg_qenc_q2_K(const float *restrict x, uint8_t *restrict y) {
       if (lanes) fg_qkx2_codes(x + 16 * j, 16, 3, code_iscale[j], code_min[j], L + 16 * j);
       continue;
     }
-    const float dm = fg_f16_to_f32(dmin16) * (scales[j] >> 4);
-    FG_KQ_KEEP_LOOP
-    for (int ii = 0; ii < 16; ii++)
-      L[16 * j + ii] = (uint8_t)fg_clampi(fg_nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
+    fg_kq_requant_asym(x + 16 * j, 16, d, fg_f16_to_f32(dmin16) * (scales[j] >> 4), 3, L + 16 * j);
   }
-  fg_pack_2bit(L, qs);
+  fg_kq_pack_2bit(L, qs);
 }
 
 void fg_qenc_q3_K(const float *restrict x, uint8_t *restrict y) {
@@ -484,20 +449,15 @@ void fg_qenc_q3_K(const float *restrict x, uint8_t *restrict y) {
       max_scale = sc[j];
     }
   }
-  memset(scales, 0, 12);
   uint16_t d16;
   if (max_scale != 0.0f) {
     const float iscale = -32.f / max_scale;
-    for (int j = 0; j < 16; j++) {
-      int8_t l = (int8_t)fg_nearest_int(iscale * sc[j]);
-      l = (int8_t)(fg_clampi(l, -32, 31) + 32);
-      if (j < 8) scales[j] = (uint8_t)(l & 0xF);
-      else scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
-      l = (int8_t)(l >> 4);
-      scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
-    }
+    int8_t ls[16];
+    for (int j = 0; j < 16; j++) ls[j] = (int8_t)(fg_clampi((int8_t)fg_nearest_int(iscale * sc[j]), -32, 31) + 32);
+    fg_kq_pack_q3_scales(ls, scales);
     d16 = fg_f32_to_f16(1 / iscale);
   } else {
+    memset(scales, 0, 12);
     d16 = fg_f32_to_f16(0.f);
   }
   fg_bytes_st_le16(y + 108, d16);
@@ -507,23 +467,11 @@ void fg_qenc_q3_K(const float *restrict x, uint8_t *restrict y) {
       for (int ii = 0; ii < 16; ii++) L[16 * j + ii] = (int8_t)(lt[ii][j / FG_KQ_W][j % FG_KQ_W] + 4);
       continue;
     }
-    FG_KQ_KEEP_LOOP
-    for (int ii = 0; ii < 16; ii++)
-      L[16 * j + ii] = (int8_t)(fg_clampi(fg_nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+    fg_kq_requant_sym(x + 16 * j, 16, d, 4, L + 16 * j);
   }
-  /* codes above 3 set bit j >> 5 of hmask[j & 31] and drop by 4 (branch-free, 16 at a time) */
   uint8_t Lu[256];
-  for (int m = 0; m < 32; m += 16) {
-    fg_kqb h = {0};
-    for (int k = 0; k < 8; k++) {
-      const fg_kqb v = fg_kqb_load((const uint8_t *)L + 32 * k + m), hi = (fg_kqb)(v > 3);
-      h |= hi & (uint8_t)(1u << k);
-      const fg_kqb lo = v - (hi & 4);
-      memcpy(Lu + 32 * k + m, &lo, sizeof lo);
-    }
-    memcpy(hmask + m, &h, sizeof h);
-  }
-  fg_pack_2bit(Lu, qs);
+  fg_kq_q3_split(L, hmask, Lu);
+  fg_kq_pack_2bit(Lu, qs);
 }
 
 /* Q4_K / Q5_K share the fit and the 12-byte scale/min packing; they differ in nmax, the
@@ -557,20 +505,14 @@ static void fg_qenc_q45_K(const float *restrict x, uint8_t *restrict y, int nmax
   }
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  uint8_t ls[8], lm[8];
   for (int j = 0; j < 8; j++) {
-    uint8_t ls = (uint8_t)fg_nearest_int(inv_scale * sc[j]);
-    uint8_t lm = (uint8_t)fg_nearest_int(inv_min * mins[j]);
-    ls = ls < 63 ? ls : 63;
-    lm = lm < 63 ? lm : 63;
-    if (j < 4) {
-      scales[j] = ls;
-      scales[j + 4] = lm;
-    } else {
-      scales[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-      scales[j - 4] |= (uint8_t)((ls >> 4) << 6);
-      scales[j] |= (uint8_t)((lm >> 4) << 6);
-    }
+    ls[j] = (uint8_t)fg_nearest_int(inv_scale * sc[j]);
+    lm[j] = (uint8_t)fg_nearest_int(inv_min * mins[j]);
+    ls[j] = ls[j] < 63 ? ls[j] : 63;
+    lm[j] = lm[j] < 63 ? lm[j] : 63;
   }
+  fg_kq_pack_scale_min(ls, lm, scales);
   const uint16_t d16 = fg_f32_to_f16(max_scale / 63.f), dmin16 = fg_f32_to_f16(max_min / 63.f);
   fg_bytes_st_le16(y, d16);
   fg_bytes_st_le16(y + 2, dmin16);
@@ -582,48 +524,26 @@ static void fg_qenc_q45_K(const float *restrict x, uint8_t *restrict y, int nmax
       if (lanes) fg_qkx2_codes(x + 32 * j, 32, nmax, code_iscale[j], code_min[j], L + 32 * j);
       continue;
     }
-    const float dm = fg_f16_to_f32(dmin16) * m6;
-    FG_KQ_KEEP_LOOP
-    for (int ii = 0; ii < 32; ii++)
-      L[32 * j + ii] = (uint8_t)fg_clampi(fg_nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
+    fg_kq_requant_asym(x + 32 * j, 32, d, fg_f16_to_f32(dmin16) * m6, nmax, L + 32 * j);
   }
 }
 
 void fg_qenc_q4_K(const float *restrict x, uint8_t *restrict y) {
-  uint8_t L[256], *qs = y + 16;
+  uint8_t L[256];
   fg_qenc_q45_K(x, y, 15, -1.f, 20, L);
-  for (int j = 0; j < 256; j += 64)
-    for (int l = 0; l < 32; l++) qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+  fg_kq_pack_q4(L, y + 16);
 }
 
 void fg_qenc_q5_K(const float *restrict x, uint8_t *restrict y) {
-  uint8_t L[256], *qh = y + 16, *ql = y + 48;
+  uint8_t L[256];
   fg_qenc_q45_K(x, y, 31, -0.5f, 15, L);
-  memset(qh, 0, 32);
-  uint8_t m1 = 1, m2 = 2;
-  for (int n = 0; n < 256; n += 64) {
-    for (int j = 0; j < 32; j++) {
-      int l1 = L[n + j], l2 = L[n + j + 32];
-      if (l1 > 15) {
-        l1 -= 16;
-        qh[j] |= m1;
-      }
-      if (l2 > 15) {
-        l2 -= 16;
-        qh[j] |= m2;
-      }
-      ql[n / 2 + j] = (uint8_t)(l1 | (l2 << 4));
-    }
-    m1 = (uint8_t)(m1 << 2);
-    m2 = (uint8_t)(m2 << 2);
-  }
+  fg_kq_pack_q5(L, y + 16, y + 48);
 }
 
 void fg_qenc_q6_K(const float *restrict x, uint8_t *restrict y) {
   int8_t L[256];
   float sc[16], code_iscale[16];
-  uint8_t *ql = y, *qh = y + 128;
-  int8_t *scales = (int8_t *)(y + 192);
+  const int8_t *scales = (int8_t *)(y + 192);
   float max_scale = 0, max_abs_scale = 0;
   fg_qvf xv[16][FG_KQ_GROUPS];
   fg_kq_lanes_load(x, 4, 16, xv);
@@ -639,35 +559,16 @@ void fg_qenc_q6_K(const float *restrict x, uint8_t *restrict y) {
     memset(y, 0, 210);
     return;
   }
-  const float iscale = -128.f / max_scale;
-  const uint16_t d16 = fg_f32_to_f16(1 / iscale);
-  fg_bytes_st_le16(y + 208, d16);
-  for (int ib = 0; ib < 16; ib++) {
-    int v = fg_nearest_int(iscale * sc[ib]);
-    scales[ib] = (int8_t)(v < 127 ? v : 127);
-  }
+  const uint16_t d16 = fg_kq_q6_scales(sc, max_scale, y);
   for (int j = 0; j < 16; j++) {
     const float d = fg_f16_to_f32(d16) * scales[j];
     if (d == 0.0f) { /* the fit's codes */
       fg_qx_codes(x + 16 * j, 16, 32, code_iscale[j], L + 16 * j);
       continue;
     }
-    FG_KQ_KEEP_LOOP
-    for (int ii = 0; ii < 16; ii++)
-      L[16 * j + ii] = (int8_t)(fg_clampi(fg_nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
+    fg_kq_requant_sym(x + 16 * j, 16, d, 32, L + 16 * j);
   }
-  for (int j = 0; j < 256; j += 128) {
-    for (int l = 0; l < 32; l++) {
-      const uint8_t q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
-      const uint8_t q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
-      ql[l] = (uint8_t)(q1 | (q3 << 4));
-      ql[l + 32] = (uint8_t)(q2 | (q4 << 4));
-      qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                        ((L[j + l + 96] >> 4) << 6));
-    }
-    ql += 64;
-    qh += 32;
-  }
+  fg_kq_pack_q6(L, y, y + 128);
 }
 
 /* Q8_K: d = 1/iscale stored as f32; bsums are the sums of each 16 codes. ggml leaves bsums

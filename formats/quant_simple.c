@@ -89,22 +89,6 @@ void fg_qenc_q4_1(const float *restrict x, uint8_t *restrict y) {
   }
 }
 
-/* Eight bytes holding 0 or 1 each (byte i counts as bits 8i..8i+7) to one byte, bit i from
- * byte i: the multiply moves every byte's bit to bit 56 + i, without carries. */
-static inline uint8_t fg_gather_bits8(const uint8_t *h) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)h[i] << (8 * i);
-  return (uint8_t)((v * 0x0102040810204080ull) >> 56);
-}
-
-/* Shared tail of Q5_0 / Q5_1: low nibbles into qs, bit 4 into the LE u32 qh. */
-static void fg_pack_q5(const uint8_t *restrict q, uint8_t *restrict qh_out, uint8_t *restrict qs) {
-  uint8_t h[32];
-  for (int j = 0; j < 16; j++) qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
-  for (int j = 0; j < 32; j++) h[j] = (uint8_t)((q[j] >> 4) & 1);
-  for (int i = 0; i < 4; i++) qh_out[i] = fg_gather_bits8(h + 8 * i);
-}
-
 void fg_qenc_q5_0(const float *restrict x, uint8_t *restrict y) {
   const float d = fg_signed_absmax(x, 32) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;

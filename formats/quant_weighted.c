@@ -33,21 +33,6 @@ static const fg_qw_grid fg_wgrid_tab[FG_GGML_TYPE_COUNT] = {
   [FG_IQ1_M] = {fg_qwenc_iq1_m, FG_IQT_1S},
 };
 
-/* Byte offsets of each type's f16 fields in its block (see quant.c): a finite input whose
- * field rounds beyond 65504 would be stored as Inf, so the block is refused. */
-typedef struct fg_qw_halves {
-  uint8_t n;
-  uint8_t off[2];
-} fg_qw_halves;
-
-static const fg_qw_halves fg_qw_half_tab[FG_GGML_TYPE_COUNT] = {
-  [FG_Q4_0] = {1, {0}},      [FG_Q4_1] = {2, {0, 2}},   [FG_Q5_0] = {1, {0}},    [FG_Q5_1] = {2, {0, 2}},
-  [FG_Q2_K] = {2, {80, 82}}, [FG_Q3_K] = {1, {108}},    [FG_Q4_K] = {2, {0, 2}}, [FG_Q5_K] = {2, {0, 2}},
-  [FG_Q6_K] = {1, {208}},    [FG_IQ4_NL] = {1, {0}},    [FG_IQ4_XS] = {1, {0}},
-  [FG_IQ2_XXS] = {1, {0}},   [FG_IQ2_XS] = {1, {0}},    [FG_IQ2_S] = {1, {0}},   [FG_IQ3_XXS] = {1, {0}},
-  [FG_IQ3_S] = {1, {0}},     [FG_IQ1_S] = {1, {0}},
-};
-
 /* ggml's quantizers that run the reference code whatever the weights. */
 static bool fg_qw_ignores(fg_dtype t) {
   return t == FG_Q8_0 || t == FG_TQ1_0 || t == FG_TQ2_0 || t == FG_MXFP4 || t == FG_NVFP4 || t == FG_Q1_0 ||
@@ -188,7 +173,7 @@ fg_status fg_quant_encode_rows_weighted(fg_dtype t, const float *src, int64_t nr
   }
 
   /* a stored f16 field that came out Inf, in an encoded block before the first problem */
-  const fg_qw_halves h = fg_qw_half_tab[t];
+  const fg_half_fields h = fg_quant_halves[t];
   const int64_t nb_done = stop_row * (n / be) < failed ? stop_row * (n / be) : failed;
   for (int64_t b = 0; b < nb_done; b++) {
     const uint8_t *blk = y + b * bb;

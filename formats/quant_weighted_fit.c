@@ -64,7 +64,7 @@ float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw)
       iscale = isc[t / 4][t % 4];
     }
   }
-  for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + fg_qw_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1));
+  for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + fg_clampi(fg_nearest_int(iscale * x[i]), -nmax, nmax - 1));
   return scale;
 }
 
@@ -76,16 +76,8 @@ float fg_qw_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw)
  * with the new min. n is at most 32. */
 float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
                      float rmin, float rdelta, int nstep) {
-  float min = x[0], max = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; i++) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (min > 0) min = 0;
+  float min, max, sum_w, sum_x;
+  fg_qkx_range(n, x, w, &min, &max, &sum_w, &sum_x);
   if (max <= min) {
     memset(L, 0, (size_t)n);
     *the_min = -min;
@@ -95,7 +87,7 @@ float fg_qw_fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *L
   float scale = 1 / iscale;
   float best = 0;
   for (int i = 0; i < n; i++) {
-    L[i] = (uint8_t)fg_qw_clampi(fg_nearest_int(iscale * (x[i] - min)), 0, nmax);
+    L[i] = (uint8_t)fg_clampi(fg_nearest_int(iscale * (x[i] - min)), 0, nmax);
     const float diff = scale * L[i] + min - x[i];
     best += w[i] * (diff * diff);
   }

@@ -20,8 +20,6 @@ typedef void (*fg_qrow_wenc)(const float *x, const float *qw, uint8_t *y, int64_
 
 #define FG_QW_GROUP_MAX_EPS 1e-15f
 
-static inline int fg_qw_clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 /* quant_weighted_fit.c: ggml's fitting helpers, in their weighted forms. */
 
 /* Symmetric fit of n values with weights qw (make_qx_quants, rmse_type 1): codes
@@ -70,6 +68,57 @@ int fg_iq_best_neighbour(const fg_iq_tab *t, int32_t code, const float *xval, co
  * search finds nothing (ggml asserts: the encoders refuse the block). */
 int fg_iq_trials(const fg_iq_tab *t, int n, const float *xval, const float *weight, const float *waux, const float *ids,
                  int ntrial, int8_t *L, float *scale, float *best, unsigned *on_grid);
+
+/* quant_weighted_grid_fit.c: the sub-block steps of the IQ2 and IQ3 encoders. */
+
+/* Mean square of the 256 x of a super-block (twice that when twice is set). */
+float fg_iq_sigma2(const float *x, int twice);
+/* One sub-block of n <= 32 elements in the search: the weights, their square roots waux (the
+ * neighbour searches' weights), the magnitudes xval, the levels L and a sign byte per group of
+ * 8 (bit i: element i was negative). */
+typedef struct fg_iq_sub {
+  float weight[32], waux[32], xval[32];
+  int8_t L[32];
+  uint8_t signs[4];
+} fg_iq_sub;
+/* Sets up s for the n (16 or 32) x of xb: weights qw * sqrt(sigma2 + x²), or bias + x²
+ * without a matrix (qw NULL), waux, xval and signs; with parity, an odd count of negatives in
+ * a group flips back its element of least weight * x² (first on ties) and its sign byte keeps
+ * 7 bits. Returns the largest magnitude. */
+float fg_iq_prepare(fg_iq_sub *s, const float *xb, const float *qw, int n, float sigma2, float bias, int parity);
+/* The groups of the n levels s->L not marked in keep (bit g: group g) redone at the trials'
+ * *scale (> 0): levels of xval / *scale, a group off the grid moved to its best neighbour;
+ * then *scale = sumqx / sumq2 over all of L when sumq2 > 0. Returns 0 when a neighbour search
+ * finds nothing (the block is refused). */
+int fg_iq_regrid(const fg_iq_tab *t, int n, fg_iq_sub *s, unsigned keep, float *scale);
+
+/* The grid entries of the ngroups groups of L into gi; 0 when one is off the grid. dim: the
+ * table's, passed as a constant so that the loops unroll. ggml packs a group's index into an
+ * integer of bits * dim bits: a level above the clamp (IQ2_XXS keeps its initial fit's codes,
+ * 0..4 or wrapped, when no scale is accepted) spills into the next fields and the top bits are
+ * dropped; the same here. */
+static inline int fg_iq_grid_all(const fg_iq_tab *t, const int dim, const int8_t *L, int ngroups, int *gi) {
+  const int bits = dim == 4 ? 3 : 2; /* the IQ3 tables' levels 0..7, the IQ2 tables' 0..2 */
+  for (int k = 0; k < ngroups; k++) {
+    unsigned u = 0;
+    for (int i = 0; i < dim; i++) u |= (unsigned)(int)L[dim * k + i] << (bits * i);
+    if ((gi[k] = t->map[u & ((1u << (bits * dim)) - 1)]) < 0) return 0;
+  }
+  return 1;
+}
+
+/* A negative fitted scale made positive by flipping the ngroups sign bytes (7 bits with
+ * parity); returns |scale|. */
+static inline float fg_iq_unsign(float scale, int ngroups, int parity, uint8_t *signs) {
+  if (!(scale < 0)) return scale;
+  for (int k = 0; k < ngroups; k++) signs[k] = parity ? (uint8_t)(~signs[k] & 127) : (uint8_t)~signs[k];
+  return -scale;
+}
+
+/* The stored level 0..maxl of a sub-block's scale s against the block's inverse scale id. */
+static inline int fg_iq_scale_level(float id, float s, int maxl) {
+  return fg_clampi(fg_nearest_int(0.5f * (id * s - 1)), 0, maxl);
+}
 
 /* The grid encoders can fail where ggml aborts (no neighbour below FLT_MAX, a NaN scale):
  * they return -1 when the row is encoded, else the index of the refused block in the row.

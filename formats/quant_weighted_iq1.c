@@ -137,10 +137,34 @@ static int fg_iq1_group_index(const int8_t *L) {
   return u;
 }
 
-static float fg_iq1_sigma2(const float *x) {
-  float s = 0;
-  for (int i = 0; i < 256; i++) s += x[i] * x[i];
-  return 2 * s / 256;
+/* The ngroups groups of 8 levels L of a sub-block to their grid entries in index, a group
+ * off the grid moved to its best neighbour under group k's level values xx[k]; when one
+ * moved, *scale is refitted to the entries (sumqx / sumq2, when both are positive). Returns 0
+ * when a neighbour search finds nothing (the block is refused). */
+static int fg_iq1_place(const fg_iq_tab *t, int ngroups, const float *const *xx, const float *xb, const float *wb,
+                        int8_t *L, uint16_t *index, float *scale) {
+  int all_on_grid = 1;
+  for (int k = 0; k < ngroups; k++) {
+    int gi = t->map[fg_iq1_group_index(L + 8 * k)];
+    if (gi < 0) {
+      all_on_grid = 0;
+      if ((gi = fg_iq1_neighbour(t, gi, xb + 8 * k, wb + 8 * k, *scale, xx[k], L + 8 * k)) < 0) return 0;
+    }
+    index[k] = (uint16_t)gi;
+  }
+  if (!all_on_grid) {
+    float sumqx = 0, sumq2 = 0;
+    for (int k = 0; k < ngroups; k++) {
+      const int8_t *pg = t->pts + 8 * (size_t)index[k];
+      for (int j = 0; j < 8; j++) {
+        const float q = xx[k][(pg[j] - 1) / 2];
+        sumqx += wb[8 * k + j] * q * xb[8 * k + j];
+        sumq2 += wb[8 * k + j] * q * q;
+      }
+    }
+    if (sumqx > 0 && sumq2 > 0) *scale = sumqx / sumq2;
+  }
+  return 1;
 }
 
 /* m ? c : old per lane, for the candidate codes. */
@@ -217,7 +241,7 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
     uint16_t qhv[8] = {0};
     float max_scale = 0;
     const float *xbl = x + 256 * ibl, *wbl = qw + 256 * ibl;
-    const float sigma2 = fg_iq1_sigma2(xbl);
+    const float sigma2 = fg_iq_sigma2(xbl, 1);
     for (int i = 0; i < 256; i++) weight[i] = wbl[i] * sqrtf(sigma2 + xbl[i] * xbl[i]);
     for (int ib = 0; ib < 8; ib++) {
       const float *xb = xbl + 32 * ib, *wb = weight + 32 * ib;
@@ -256,29 +280,9 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
         scale = -scale;
         best_shift = -best_shift;
       }
-      int all_on_grid = 1;
       const float *xx = best_shift == 1 ? fg_iq1_xp : fg_iq1_xm;
-      for (int k = 0; k < 4; k++) {
-        const int u = fg_iq1_group_index(L + 8 * k);
-        int gi = t->map[u];
-        if (gi < 0) {
-          all_on_grid = 0;
-          if ((gi = fg_iq1_neighbour(t, gi, xb + 8 * k, wb + 8 * k, scale, xx, L + 8 * k)) < 0) return ibl;
-        }
-        index[k] = (uint16_t)gi;
-      }
-      if (!all_on_grid) {
-        float sumqx = 0, sumq2 = 0;
-        for (int k = 0; k < 4; k++) {
-          const int8_t *pg = t->pts + 8 * (size_t)index[k];
-          for (int j = 0; j < 8; j++) {
-            const float q = xx[(pg[j] - 1) / 2];
-            sumqx += wb[8 * k + j] * q * xb[8 * k + j];
-            sumq2 += wb[8 * k + j] * q * q;
-          }
-        }
-        if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
-      }
+      const float *const xxs[4] = {xx, xx, xx, xx};
+      if (!fg_iq1_place(t, 4, xxs, xb, wb, L, index, &scale)) return ibl;
       uint16_t h = 0;
       for (int k = 0; k < 4; k++) {
         qs[4 * ib + k] = (uint8_t)(index[k] & 255);
@@ -295,7 +299,7 @@ int64_t fg_qwenc_iq1_s(const fg_iq_tab *t, const float *x, const float *qw, uint
       fg_bytes_st_le16(y, fg_f32_to_f16(d * 1.125f));
       const float id = 1 / d;
       for (int ib = 0; ib < 8; ib++) {
-        int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
+        int l = fg_iq_scale_level(id, scales[ib], 7);
         if (shifts[ib] == -1) l |= 8;
         qhv[ib] = (uint16_t)(qhv[ib] | (l << 12));
       }
@@ -408,7 +412,7 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
     uint16_t sc[4] = {0};
     float max_scale = 0;
     const float *xbl = x + 256 * ibl;
-    const float sigma2 = fg_iq1_sigma2(xbl);
+    const float sigma2 = fg_iq_sigma2(xbl, 1);
     if (qw)
       for (int i = 0; i < 256; i++) weight[i] = qw[256 * ibl + i] * sqrtf(sigma2 + xbl[i] * xbl[i]);
     else
@@ -454,30 +458,8 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
         scale = -scale;
         best_k = 3 - best_k;
       }
-      int all_on_grid = 1;
-      for (int k = 0; k < 2; k++) {
-        const float *xx = fg_iq1m_xx(best_k, k);
-        const int u = fg_iq1_group_index(L + 8 * k);
-        int gi = t->map[u];
-        if (gi < 0) {
-          all_on_grid = 0;
-          if ((gi = fg_iq1_neighbour(t, gi, xb + 8 * k, wb + 8 * k, scale, xx, L + 8 * k)) < 0) return ibl;
-        }
-        index[k] = (uint16_t)gi;
-      }
-      if (!all_on_grid) {
-        float sumqx = 0, sumq2 = 0;
-        for (int k = 0; k < 2; k++) {
-          const float *xx = fg_iq1m_xx(best_k, k);
-          const int8_t *pg = t->pts + 8 * (size_t)index[k];
-          for (int j = 0; j < 8; j++) {
-            const float q = xx[(pg[j] - 1) / 2];
-            sumqx += wb[8 * k + j] * q * xb[8 * k + j];
-            sumq2 += wb[8 * k + j] * q * q;
-          }
-        }
-        if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
-      }
+      const float *const xxs[2] = {fg_iq1m_xx(best_k, 0), fg_iq1m_xx(best_k, 1)};
+      if (!fg_iq1_place(t, 2, xxs, xb, wb, L, index, &scale)) return ibl;
       qs[2 * ib] = (uint8_t)(index[0] & 255);
       qs[2 * ib + 1] = (uint8_t)(index[1] & 255);
       qh[ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
@@ -492,7 +474,7 @@ int64_t fg_qwenc_iq1_m(const fg_iq_tab *t, const float *x, const float *qw, uint
     float sumqx = 0, sumq2 = 0;
     /* the block scale refitted over every sub-block (the skipped ones too: grid entry 0) */
     for (int ib = 0; ib < 16; ib++) {
-      const int l = fg_qw_clampi(fg_nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
+      const int l = fg_iq_scale_level(id, scales[ib], 7);
       sc[ib / 4] = (uint16_t)(sc[ib / 4] | (l << (3 * (ib % 4))));
       qh[ib] |= masks[shifts[ib]];
       const float *xb = xbl + 16 * ib, *wb = weight + 16 * ib;

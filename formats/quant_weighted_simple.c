@@ -16,63 +16,31 @@ static void fg_qw_block_weights(const float *xb, const float *qw, float sigma2, 
   for (int j = 0; j < 32; j++) w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
 }
 
-/* the fifth bits of 32 codes: bit j of qh is code j's, bit j+16 code j+16's */
-static void fg_qw_pack5(const uint8_t *L, uint8_t *qh, uint8_t *qs) {
-  uint32_t h = 0;
-  for (int j = 0; j < 16; j++) {
-    const uint8_t a = L[j], b = L[j + 16];
-    qs[j] = (uint8_t)((a & 0x0F) | ((b & 0x0F) << 4));
-    h |= ((a & 0x10u) >> 4) << j;
-    h |= ((b & 0x10u) >> 4) << (j + 16);
-  }
-  fg_bytes_st_le32(qh, h);
-}
-
-void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n) {
+/* Q4_0 / Q5_0 (codes -nmax..nmax-1 stored + nmax, d in f16) and, with a min, Q4_1 / Q5_1
+ * (codes 0..nmax, d and m = -the_min in f16); 4-bit codes as nibbles, 5-bit as fg_pack_q5. */
+static void fg_qw_enc32(const float *x, const float *qw, uint8_t *y, int64_t n, int nmax, int has_min) {
   const float sigma2 = fg_qw_row_sigma2(x, n);
-  float w[32];
-  int8_t L[32];
-  for (int64_t ib = 0; ib < n / 32; ib++, y += 18) {
-    const float *xb = x + 32 * ib;
-    fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
-    const float d = fg_qw_fit_sym(32, 8, xb, L, w);
-    fg_bytes_st_le16(y, fg_f32_to_f16(d));
-    for (int j = 0; j < 16; j++) y[2 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-  }
-}
-
-void fg_qwenc_q5_0(const float *x, const float *qw, uint8_t *y, int64_t n) {
-  const float sigma2 = fg_qw_row_sigma2(x, n);
-  float w[32];
-  int8_t L[32];
-  for (int64_t ib = 0; ib < n / 32; ib++, y += 22) {
-    const float *xb = x + 32 * ib;
-    fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
-    const float d = fg_qw_fit_sym(32, 16, xb, L, w);
-    fg_bytes_st_le16(y, fg_f32_to_f16(d));
-    fg_qw_pack5((const uint8_t *)L, y + 2, y + 6);
-  }
-}
-
-/* Q4_1 / Q5_1: d and the min (stored as m = -the_min) both in f16. */
-static void fg_qw_enc_min(const float *x, const float *qw, uint8_t *y, int64_t n, int nmax) {
-  const float sigma2 = fg_qw_row_sigma2(x, n);
-  const int bb = nmax == 15 ? 20 : 24;
+  const int bits5 = nmax > 15, head = has_min ? 4 : 2, bb = head + (bits5 ? 20 : 16);
   float w[32];
   uint8_t L[32];
   for (int64_t ib = 0; ib < n / 32; ib++, y += bb) {
     const float *xb = x + 32 * ib;
     fg_qw_block_weights(xb, qw + 32 * ib, sigma2, w);
-    float min;
-    const float d = fg_qw_fit_asym(32, nmax, xb, w, L, &min, -0.9f, 0.05f, 36);
-    fg_bytes_st_le16(y, fg_f32_to_f16(d));
-    fg_bytes_st_le16(y + 2, fg_f32_to_f16(-min));
-    if (nmax == 15)
-      for (int j = 0; j < 16; j++) y[4 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+    if (has_min) {
+      float min;
+      fg_bytes_st_le16(y, fg_f32_to_f16(fg_qw_fit_asym(32, nmax, xb, w, L, &min, -0.9f, 0.05f, 36)));
+      fg_bytes_st_le16(y + 2, fg_f32_to_f16(-min));
+    } else {
+      fg_bytes_st_le16(y, fg_f32_to_f16(fg_qw_fit_sym(32, nmax, xb, (int8_t *)L, w)));
+    }
+    if (bits5)
+      fg_pack_q5(L, y + head, y + head + 4);
     else
-      fg_qw_pack5(L, y + 4, y + 8);
+      for (int j = 0; j < 16; j++) y[head + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
   }
 }
 
-void fg_qwenc_q4_1(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc_min(x, qw, y, n, 15); }
-void fg_qwenc_q5_1(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc_min(x, qw, y, n, 31); }
+void fg_qwenc_q4_0(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc32(x, qw, y, n, 8, 0); }
+void fg_qwenc_q5_0(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc32(x, qw, y, n, 16, 0); }
+void fg_qwenc_q4_1(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc32(x, qw, y, n, 15, 1); }
+void fg_qwenc_q5_1(const float *x, const float *qw, uint8_t *y, int64_t n) { fg_qw_enc32(x, qw, y, n, 31, 1); }

@@ -76,24 +76,23 @@ static fg_status set_registry(const fg_lora_slot *set, size_t n, fg_registry **o
   return FG_OK;
 }
 
-fg_status fg_lora_save(const char *path, const fg_lora_slot *set, size_t n) {
-  if (!path) return fg_fail(FG_ERR_INVALID_ARG, "fg_lora_save: NULL path");
+/* The set's registry (nm holds its names), saved to or loaded from path. */
+static fg_status lora_file(const char *path, const fg_lora_slot *set, size_t n, bool load) {
   fg_registry *r;
   char(*nm)[FG_LORA_NAME_MAX];
   fg_status st = set_registry(set, n, &r, &nm);
-  if (!st) st = fg_registry_save(r, path);
+  if (!st) st = load ? fg_registry_load_file(r, path, NULL, NULL) : fg_registry_save(r, path);
   fg_registry_free(r);
   free(nm);
   return st;
 }
 
+fg_status fg_lora_save(const char *path, const fg_lora_slot *set, size_t n) {
+  if (!path) return fg_fail(FG_ERR_INVALID_ARG, "fg_lora_save: NULL path");
+  return lora_file(path, set, n, false);
+}
+
 fg_status fg_lora_load(const char *path, const fg_lora_slot *set, size_t n) {
   if (!path) return fg_fail(FG_ERR_INVALID_ARG, "fg_lora_load: NULL path");
-  fg_registry *r;
-  char(*nm)[FG_LORA_NAME_MAX];
-  fg_status st = set_registry(set, n, &r, &nm);
-  if (!st) st = fg_registry_load_file(r, path, NULL, NULL);
-  fg_registry_free(r);
-  free(nm);
-  return st;
+  return lora_file(path, set, n, true);
 }
