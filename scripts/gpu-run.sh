@@ -21,7 +21,7 @@
 # failure; only the rehearsal lets a test skip for want of a device.
 #
 # Device calls (carry [".gpu-debs"] each time; scripts/gpu-prepare.sh makes it):
-#   bash scripts/gpu-run.sh build          (estimate: 4-6 min on 16 cores)
+#   bash scripts/gpu-run.sh build          (bounded at 540 s; cut off there, run it again: it resumes)
 #   bash scripts/gpu-run.sh cuda           (estimate: 1-4 min; bounded at 510 s)
 #   bash scripts/gpu-run.sh bench-short    (bounded at 465 s by the per-benchmark timeouts)
 #   bash scripts/gpu-run.sh bench-long     (bounded at 480 s)
@@ -38,7 +38,7 @@ for a in "$@"; do
     --rehearse) rehearse=1 ;;
     build | cuda | bench-short | bench-long | cpu) stages+=("$a") ;;
     all) stages+=(build cuda bench-short bench-long cpu) ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-run.sh: unknown argument '$a' (stages: build cuda bench-short bench-long cpu all; or --rehearse)" >&2
        exit 2 ;;
   esac
@@ -60,41 +60,44 @@ if [ "$rehearse" = 1 ] && [ -z "${FORGIA_REHEARSE_INSIDE:-}" ]; then
   [ "$(id -u)" = 0 ] || die "--rehearse needs root (a mount namespace with an overlay of /usr)"
   command -v unshare >/dev/null || die "--rehearse needs unshare (util-linux)"
   ov=$root/build-rehearse-overlay
-  rm -rf "$ov" && mkdir -p "$ov/upper" "$ov/work"
+  rm -rf "$ov" && mkdir -p "$ov/upper" "$ov/work" && : >"$ov/hide.txt"
   keep=$(for t in bash mkdir cp sed grep awk find xargs sort tar dpkg dpkg-deb cmake ctest make gcc g++ python3 timeout \
     mount; do
     if command -v "$t" >/dev/null; then ldd "$(command -v "$t")" 2>/dev/null || true; fi
   done | awk '/=> \//{print $3}' | xargs -r realpath | sort -u)
-  hidden=0
   for f in .gpu-debs/*.deb; do
     pkg=$(dpkg-deb -f "$f" Package)
-    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || continue
+    [[ $(dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null || true) == *"ok installed" ]] || continue
     files=$(dpkg-query -L "$pkg" | while read -r p; do
       case $p in /lib/* | /bin/* | /sbin/*) p=/usr$p ;; esac
       case $p in /usr/*) ;; *) continue ;; esac
       if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then echo "$p"; fi
     done)
-    if [ -n "$keep" ] && echo "$files" | xargs -r realpath -q 2>/dev/null | grep -qxF -f <(echo "$keep"); then
+    # The package's own library files (not -dev links into another package's files).
+    if [ -n "$keep" ] && echo "$files" | while read -r p; do if [ -f "$p" ] && [ ! -L "$p" ]; then echo "$p"; fi; done |
+      xargs -r realpath -q 2>/dev/null | grep -xF -f <(echo "$keep") >/dev/null; then
       echo "rehearse: keeping $pkg visible (this machine's tools load it)"
       continue
     fi
-    while read -r p; do
-      [ -n "$p" ] || continue
-      mkdir -p "$ov/upper$(dirname "${p#/usr}")"
-      mknod "$ov/upper${p#/usr}" c 0 0 2>/dev/null || true
-      hidden=$((hidden + 1))
-    done <<<"$files"
+    echo "$files" >>"$ov/hide.txt"
   done
   # Debian's alternatives links into the hidden packages (BLAS, LAPACK, OpenBLAS, Open MPI).
   for l in /usr/lib/x86_64-linux-gnu/pkgconfig/*.pc /usr/lib/x86_64-linux-gnu/lib*.so* /usr/include/x86_64-linux-gnu/* \
     /usr/lib/x86_64-linux-gnu/cmake/openblas/* /usr/bin/mpi* /usr/bin/pkg-config; do
-    [ -L "$l" ] || continue
-    case $(readlink "$l") in /etc/alternatives/*) ;; *) continue ;; esac
-    mkdir -p "$ov/upper$(dirname "${l#/usr}")"
-    mknod "$ov/upper${l#/usr}" c 0 0 2>/dev/null || true
-    hidden=$((hidden + 1))
+    if [ -L "$l" ] && [[ $(readlink "$l") == /etc/alternatives/* ]]; then echo "$l" >>"$ov/hide.txt"; fi
   done
-  echo "rehearse: hiding $hidden files of the carried packages"
+  # An overlay whiteout (a 0:0 character device) for each, in one process.
+  python3 - "$ov/upper" "$ov/hide.txt" <<'PY'
+import os, sys
+upper, n = sys.argv[1], 0
+for p in open(sys.argv[2]).read().split():
+    w = upper + p[len("/usr"):]
+    os.makedirs(os.path.dirname(w), exist_ok=True)
+    if not os.path.lexists(w):
+        os.mknod(w, 0o600 | 0o020000, os.makedev(0, 0))
+        n += 1
+print(f"rehearse: hiding {n} files of the carried packages")
+PY
   exec unshare -m --propagation private env FORGIA_REHEARSE_INSIDE=1 bash -c '
     mount -t overlay overlay -o "lowerdir=/usr,upperdir=$1/upper,workdir=$1/work" /usr || exit 1
     shift; exec bash "$@"' _ "$ov" "$0" "$@"
@@ -164,13 +167,14 @@ make_prefix() {
   # The libraries this machine cannot load from its own folders, one folder of links for
   # LD_LIBRARY_PATH: the host's own copies stay first for its tools (CMake loads libxml2).
   mkdir -p "$P/ld"
-  local have
-  have=$(ldconfig -p 2>/dev/null | awk '/=> \//{print $1" "$NF}')
+  local -A host=()
+  local n p
+  while read -r n p; do [ -n "${host[$n]:-}" ] || host[$n]=$p; done < <(ldconfig -p 2>/dev/null | awk '/=> \//{print $1" "$NF}')
   for so in "$M"/*.so.* "$M/$ob"/*.so.* "$M"/openmpi/lib/*.so.*; do
     [ -e "$so" ] || continue
     n=$(basename "$so")
-    hp=$(echo "$have" | awk -v n="$n" '$1 == n {print $2; exit}')
-    if [ -z "$hp" ] || [ ! -e "$hp" ]; then ln -sfn "$so" "$P/ld/$n"; fi
+    p=${host[$n]:-}
+    if [ -z "$p" ] || [ ! -e "$p" ]; then ln -sfn "$so" "$P/ld/$n"; fi
   done
   touch "$P/.done"
 }
@@ -180,6 +184,10 @@ export LD_LIBRARY_PATH=$P/ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG=$P/usr/bin/pkgconf
 export PKG_CONFIG_LIBDIR=$M/pkgconfig:$P/usr/share/pkgconfig
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+# What the compiler and linker search by default on Debian (/usr/include/x86_64-linux-gnu holds
+# hwloc/autogen/config.h, which hwloc.pc does not name), in the prefix.
+export CPATH=$P/usr/include/x86_64-linux-gnu:$P/usr/include${CPATH:+:$CPATH}
+export LIBRARY_PATH=$M${LIBRARY_PATH:+:$LIBRARY_PATH}
 # Open MPI from the prefix: its wrappers, launcher, components and help files.
 export OPAL_PREFIX=$P/usr OPAL_LIBDIR=$M/openmpi/lib OPAL_INCLUDEDIR=$M/openmpi/include
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -195,8 +203,9 @@ summary() { # gather every stage's summary, in stage order, into $OUT and copy t
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), build folder $(basename "$B"), CUDA architectures $arch"
     if [ -s "$S/nvidia-smi.txt" ]; then echo; sed 's/^/    /' "$S/nvidia-smi.txt"; fi
-    for s in build cuda bench-short bench-long cpu; do
-      if [ -f "$S/$s.md" ]; then echo; cat "$S/$s.md"; fi
+    local st
+    for st in build cuda bench-short bench-long cpu; do
+      if [ -f "$S/$st.md" ]; then echo; cat "$S/$st.md"; fi
     done
   } >"$S/summary.md"
   if [ "$(cd "$OUT" && pwd)" != "$(cd "$S" && pwd)" ]; then cp -f "$S"/*.md "$S"/*.log "$S"/*.jsonl "$S"/*.txt "$OUT"/ 2>/dev/null || true; fi
@@ -240,7 +249,17 @@ stage_build() {
   grep -q '^-- forgia: CUDA backend ON' "$log" || { echo "configure: the CUDA backend is off"; return 1; }
   grep -q '^-- forgia: MPI communicator ON, NCCL communicator ON' "$log" ||
     { grep '^-- forgia: MPI' "$log"; echo "configure: MPI or NCCL is off"; return 1; }
-  cmake --build "$B" -j "$jobs" "${targets[@]}" >>"$log" 2>&1 || { grep -E 'error|Error' "$log" | head -n 30; return 1; }
+  # Bounded so that the stage ends inside one device command and says so; make keeps what it
+  # built, and the stage run again resumes there.
+  # The rehearsal, on CI's 2 cores, has no such bound (a budget of 0).
+  local rc=0 budget=${FORGIA_BUILD_BUDGET:-540}
+  if [ "$rehearse" = 1 ]; then budget=${FORGIA_BUILD_BUDGET:-0}; fi
+  timeout "$budget" cmake --build "$B" -j "$jobs" ${targets[@]+"${targets[@]}"} >>"$log" 2>&1 || rc=$?
+  if [ "$rc" = 124 ]; then
+    echo "build: stopped after its budget of $budget s; run the build stage again to resume" | tee -a "$log"
+    return 1
+  fi
+  if [ "$rc" != 0 ]; then grep -E 'error|Error' "$log" | head -n 30; return 1; fi
   touch "$B/.gpu-run-built"
 }
 

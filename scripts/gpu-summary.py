@@ -13,8 +13,13 @@ import sys
 
 # ctest's per-test line: "  3/60 Test  #12: cuda.CudaGemm.Exact ....   Passed    0.52 sec",
 # with "***Failed", "***Skipped", "***Timeout", "***Exception: ..." or "***Not Run" otherwise.
-TEST_LINE = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?(Passed|Failed|Skipped|Timeout|Not Run|Exception)[^\n]*?[\d.]+ sec")
-NOT_RUN = re.compile(r"^\s*\d+ - (\S+) \((Skipped|Disabled|Not Run)\)")
+# A parameterized test's name carries its parameter: "cuda.Rows/Fam.Case/op  # GetParam() = 0".
+TEST_LINE = re.compile(r"Test\s+#\d+: (.+?) \.+\s*(?:\*\*\*)?(Passed|Failed|Skipped|Timeout|Not Run|Exception)[^\n]*?[\d.]+ sec")
+NOT_RUN = re.compile(r"^\s*\d+ - (.+?) \((Skipped|Disabled|Not Run)\)")
+
+
+def name_of(m):
+    return m.group(1).split("  #")[0].strip()
 
 
 def head(stage, secs, rc):
@@ -30,11 +35,11 @@ def tests(stage, secs, rc, logs):
         except OSError:
             continue
         for m in TEST_LINE.finditer(text):
-            result[m.group(1)] = m.group(2).strip()
+            result[name_of(m)] = m.group(2).strip()
         for line in text.splitlines():
             m = NOT_RUN.match(line)
-            if m and m.group(1) not in result:
-                result[m.group(1)] = "Skipped"
+            if m and name_of(m) not in result:
+                result[name_of(m)] = "Skipped"
     passed = sorted(n for n, s in result.items() if s == "Passed")
     skipped = sorted(n for n, s in result.items() if s == "Skipped")
     failed = sorted(f"{n} ({s})" for n, s in result.items() if s not in ("Passed", "Skipped"))
