@@ -105,6 +105,9 @@ fi
 
 # --- where things go ------------------------------------------------------------------------
 if [ "$rehearse" = 1 ]; then
+  while read -r p; do
+    if [ -n "$p" ] && { [ -e "$p" ] || [ -L "$p" ]; }; then die "rehearse: $p is still visible"; fi
+  done <"$root/build-rehearse-overlay/hide.txt"
   B=$root/build-rehearse
   # One architecture and only the targets the GPU stages run: the rehearsal checks that the
   # path configures, builds and runs, not the second architecture (FORGIA_REHEARSE_ARCH,
