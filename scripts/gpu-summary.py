@@ -55,7 +55,7 @@ def tests(stage, secs, rc, logs):
 
 
 def fmt(v):
-    return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+    return f"{v:.6g}" if isinstance(v, (int, float)) else str(v)
 
 
 def bench(stage, secs, rc, jsonl, status):
