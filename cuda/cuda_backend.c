@@ -1,5 +1,6 @@
 /* CUDA backend: the runtime API behind the backend table. */
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,30 @@
 #define CU_FAIL(call, what)                                                                                  \
   fg_fail(FG_ERR_DEVICE, "%s: %s failed: %s", dev ? dev->spec : "cuda", what, cudaGetErrorString(call))
 
-int fg_cuda_count(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError(); /* clear the sticky "no device" error */
-    return 0;
+/* A machine without a driver or without a device has no CUDA device; any other failure of
+ * the count is a broken runtime, which fg_cuda_probe reports rather than hiding it as "no GPU". */
+static bool cu_absent(cudaError_t e) { return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver; }
+
+static cudaError_t cu_count(int *n) {
+  *n = 0;
+  cudaError_t e = cudaGetDeviceCount(n);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky error */
+    *n = 0;
   }
-  return n;
+  return e;
+}
+
+int fg_cuda_count(void) {
+  int n;
+  return cu_count(&n) == cudaSuccess ? n : 0;
+}
+
+fg_status fg_cuda_probe(int *count) {
+  cudaError_t e = cu_count(count);
+  if (e == cudaSuccess || cu_absent(e)) return FG_OK;
+  return fg_fail(FG_ERR_DEVICE, "cuda: cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
 }
 
 static fg_status cu_set(fg_device *dev) {

@@ -80,7 +80,11 @@ extern const fg_family_fn fg_cpu_families[FG_FAMILY_COUNT];
 #ifdef FORGIA_HAVE_CUDA
 extern const fg_backend fg_cuda_backend;
 extern const fg_family_fn fg_cuda_families[FG_FAMILY_COUNT];
+/* Devices this process can use; 0 when the count fails for any reason. */
 int fg_cuda_count(void);
+/* The count for opening a device: no driver or no device is FG_OK with 0; any other failure
+ * of the runtime is FG_ERR_DEVICE with its name. */
+fg_status fg_cuda_probe(int *count);
 fg_status fg_cuda_init_device(fg_device *dev);
 #endif
 

@@ -62,7 +62,9 @@ static fg_status fg_open_cpu(fg_device **out) {
 
 static fg_status fg_open_cuda(int index, fg_device **out) {
 #ifdef FORGIA_HAVE_CUDA
-  int n = fg_cuda_count();
+  int n = 0;
+  fg_status ps = fg_cuda_probe(&n);
+  if (ps) return ps;
   if (n <= 0) return fg_fail(FG_ERR_NO_DEVICE, "device cuda:%d: no CUDA device is present", index);
   if (index >= n) return fg_fail(FG_ERR_NO_DEVICE, "device cuda:%d: only %d CUDA device(s) present", index, n);
   fg_device *d = fg_device_new();

@@ -61,6 +61,9 @@ FG_API int fg_cuda_device_count(void);
 /* True when this build contains the CUDA backend. */
 FG_API bool fg_build_has_cuda(void);
 
+/* Opens "cpu", "cuda", "cuda:N" or "auto". A CUDA spec on a machine without a driver or a
+ * device (or in a CPU-only build) is FG_ERR_NO_DEVICE; a CUDA runtime that is present but
+ * fails is FG_ERR_DEVICE, naming the failing call. */
 FG_API fg_status fg_device_open(const char *spec, fg_device **out);
 FG_API void fg_device_close(fg_device *dev); /* NULL-safe; the caller freed its allocations */
 FG_API fg_status fg_device_query(const fg_device *dev, fg_device_info *out);

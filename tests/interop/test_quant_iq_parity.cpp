@@ -2,9 +2,8 @@
 // with gguf-py's numpy dequantizer (tests/interop/quant_ref.py): random block bytes, most
 // with their scale fields forced to finite fp16 values (so every grid entry, sign pattern and
 // sub-scale shows up as a finite float) and the rest with random scales (NaN, Inf,
-// subnormal), must decode to the same floats bit for bit (any NaN equals any NaN). With a
-// CUDA device, the device decode must equal the CPU decode bit for bit as well (NaN payloads
-// aside).
+// subnormal), must decode to the same floats bit for bit (any NaN equals any NaN). The
+// device decode against the CPU's is tests/cuda/test_cuda_quant_iq.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,63 +13,12 @@
 
 #include "forgia/forgia.h"
 #include "forgia/quant.h"
+#include "iq_blocks.h"
 #include "testutil.h"
 
 namespace {
 
-constexpr int64_t kN = 4096;         // elements per row: 16 blocks of 256
-constexpr int64_t kRows = 64;        // 1024 blocks a type
-constexpr int64_t kFiniteRows = 48;  // rows whose blocks get finite scales
-
-const fg_dtype kTypes[] = {FG_IQ2_XXS, FG_IQ2_XS, FG_IQ2_S, FG_IQ3_XXS, FG_IQ3_S, FG_IQ1_S, FG_IQ1_M};
-
-struct Lcg {
-  uint64_t s;
-  uint8_t byte() {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint8_t)(s >> 56);
-  }
-  uint16_t u16() { return (uint16_t)(byte() | (byte() << 8)); }
-};
-
-// A finite fp16 (exponent field not all ones), subnormals and zeros included.
-uint16_t finite_f16(Lcg &r) {
-  uint16_t h = r.u16();
-  while (((h >> 10) & 0x1f) == 0x1f) h = r.u16();
-  return h;
-}
-
-// Random bytes for kRows rows of type t; the first kFiniteRows rows get finite scales.
-std::vector<uint8_t> make_blocks(fg_dtype t, size_t row_bytes) {
-  const fg_dtype_traits *tr = fg_dtype_info(t);
-  std::vector<uint8_t> q(row_bytes * (size_t)kRows);
-  Lcg r{0xC0FFEEull + (uint64_t)t};
-  for (auto &b : q) b = r.byte();
-  const size_t nfinite = row_bytes * (size_t)kFiniteRows / tr->block_bytes;
-  for (size_t i = 0; i < nfinite; i++) {
-    uint8_t *blk = q.data() + i * tr->block_bytes;
-    const uint16_t d = finite_f16(r);
-    if (t == FG_IQ1_M) {
-      // d is the top nibbles of the four u16 scale words (bytes 48..55), word 0's lowest.
-      for (int k = 0; k < 4; k++) {
-        uint8_t &hi = blk[48 + 2 * k + 1];
-        hi = (uint8_t)((hi & 0x0f) | (((d >> (4 * k)) & 15) << 4));
-      }
-    } else {
-      blk[0] = (uint8_t)(d & 0xff);
-      blk[1] = (uint8_t)(d >> 8);
-    }
-  }
-  return q;
-}
-
-bool same_float(float a, float b) {
-  if (std::isnan(a) && std::isnan(b)) return true;
-  uint32_t ua, ub;
-  std::memcpy(&ua, &a, 4);
-  std::memcpy(&ub, &b, 4);
-  return ua == ub;
-}
+using namespace fgt::iq;
 
 TEST(QuantIqParity, DecodeMatchesGgufPy) {
   fgt::TempDir dir;
@@ -110,35 +58,6 @@ TEST(QuantIqParity, DecodeMatchesGgufPy) {
     // The forced scales make (almost) every value of the first rows finite.
     EXPECT_GE(finite, (size_t)(kFiniteRows * kN) * 99 / 100) << nm;
   }
-}
-
-TEST(QuantIqParity, CudaDecodeMatchesCpuBitwise) {
-  FGT_REQUIRE_CUDA();
-  fg_device *cpu, *gpu;
-  ASSERT_EQ(FG_OK, fg_device_open("cpu", &cpu));
-  ASSERT_EQ(FG_OK, fg_device_open("cuda", &gpu));
-  for (fg_dtype t : kTypes) {
-    uint64_t rb = 0;
-    ASSERT_EQ(fg_dtype_nbytes(t, kN, &rb), FG_OK);
-    const std::vector<uint8_t> q = make_blocks(t, rb);
-    const size_t n = (size_t)(kRows * kN);
-    std::vector<float> c(n), g(n);
-    ASSERT_EQ(FG_OK, fg_convert(cpu, c.data(), FG_F32, q.data(), t, n, nullptr)) << fg_last_error();
-    void *dq, *dy;
-    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, q.size(), &dq));
-    ASSERT_EQ(FG_OK, fg_device_mem_alloc(gpu, n * 4, &dy));
-    ASSERT_EQ(FG_OK, fg_device_copy(gpu, dq, q.data(), q.size(), FG_COPY_H2D));
-    ASSERT_EQ(FG_OK, fg_convert(gpu, dy, FG_F32, dq, t, n, nullptr)) << fg_last_error();
-    ASSERT_EQ(FG_OK, fg_device_copy(gpu, g.data(), dy, n * 4, FG_COPY_D2H));
-    // A NaN's payload is the device's own (CUDA writes its canonical NaN); all else is bitwise.
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += same_float(c[i], g[i]) ? 0 : 1;
-    EXPECT_EQ(bad, 0u) << fg_dtype_name(t);
-    fg_device_mem_free(gpu, dq);
-    fg_device_mem_free(gpu, dy);
-  }
-  fg_device_close(cpu);
-  fg_device_close(gpu);
 }
 
 }  // namespace

@@ -115,6 +115,13 @@ int main(int argc, char **argv) {
   const int want_size = std::atoi(argv[1]);
   const int gpus = fg_cuda_device_count();
   if (gpus < want_size) {
+    // The GPU run (scripts/gpu-run.sh) sets FORGIA_TEST_REQUIRE_CUDA: there a machine whose
+    // GPU does not show (gpus == 0) is a failure; too few GPUs for the ranks is still a skip.
+    const char *req = std::getenv("FORGIA_TEST_REQUIRE_CUDA");
+    if (gpus == 0 && req && *req && std::strcmp(req, "0") != 0) {
+      std::printf("FAIL: FORGIA_TEST_REQUIRE_CUDA is set but no CUDA device is usable\n");
+      return 1;
+    }
     std::printf("SKIP: %d rank(s) need %d GPU(s), this machine has %d\n", want_size, want_size, gpus);
     return 77;
   }

@@ -51,12 +51,25 @@ void write_file(const std::string &path, const void *data, size_t n) {
   f.write(static_cast<const char *>(data), static_cast<std::streamsize>(n));
 }
 
-bool have_cuda() {
+CudaState cuda_state(std::string *why) {
   fg_device *d = nullptr;
-  if (fg_device_open("cuda", &d) != FG_OK) return false;
-  fg_device_close(d);
-  return true;
+  const fg_status s = fg_device_open("cuda", &d);
+  if (s == FG_OK) {
+    fg_device_close(d);
+    return CudaState::present;
+  }
+  if (why) *why = std::string(fg_status_name(s)) + ": " + fg_last_error();
+  if (s != FG_ERR_NO_DEVICE) return CudaState::broken;
+  // The GPU run (scripts/gpu-run.sh) sets this: there a missing device is a failure.
+  const char *req = std::getenv("FORGIA_TEST_REQUIRE_CUDA");
+  if (req && *req && std::string(req) != "0") {
+    if (why) *why = "FORGIA_TEST_REQUIRE_CUDA is set but " + *why;
+    return CudaState::broken;
+  }
+  return CudaState::absent;
 }
+
+bool have_cuda() { return cuda_state(nullptr) == CudaState::present; }
 
 std::vector<float> gaussian(size_t n, uint64_t seed, float scale) {
   std::vector<float> v(n);

@@ -23,6 +23,11 @@ std::vector<uint8_t> read_file(const std::string &path);
 std::string sha256_file(const std::string &path);
 void write_file(const std::string &path, const void *data, size_t n);
 
+// Whether a CUDA device opens in this process: present; absent (FG_ERR_NO_DEVICE: no driver,
+// no device or a CPU-only build); broken (any other failure, which *why names, or absent
+// while the environment sets FORGIA_TEST_REQUIRE_CUDA, as the GPU run does).
+enum class CudaState { present, absent, broken };
+CudaState cuda_state(std::string *why);
 // True when a CUDA device can be opened in this process.
 bool have_cuda();
 
@@ -31,7 +36,12 @@ std::vector<float> gaussian(size_t n, uint64_t seed, float scale = 1.0f);
 
 }  // namespace fgt
 
-#define FGT_REQUIRE_CUDA()                                                   \
-  do {                                                                       \
-    if (!fgt::have_cuda()) GTEST_SKIP() << "no CUDA device present: " << fg_last_error(); \
+// Skips the test where no CUDA device is present; fails it where one is present but does
+// not open, so a broken runtime does not read as a machine without a GPU.
+#define FGT_REQUIRE_CUDA()                                                                      \
+  do {                                                                                          \
+    std::string fgt_why_;                                                                       \
+    const fgt::CudaState fgt_cuda_ = fgt::cuda_state(&fgt_why_);                                \
+    if (fgt_cuda_ == fgt::CudaState::absent) GTEST_SKIP() << "no CUDA device present: " << fgt_why_; \
+    if (fgt_cuda_ == fgt::CudaState::broken) FAIL() << "the CUDA device does not open: " << fgt_why_; \
   } while (0)
