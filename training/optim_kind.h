@@ -7,6 +7,8 @@
 #ifndef FORGIA_TRAINING_OPTIM_KIND_H
 #define FORGIA_TRAINING_OPTIM_KIND_H
 
+#include <stddef.h>
+
 #include "training/optim_internal.h"
 
 #ifdef __cplusplus
@@ -33,6 +35,21 @@ typedef struct fg_optim_kind_ops {
   fg_status (*state_check)(fg_optim *o, const fg_oframe *f);
   fg_status (*state_commit)(fg_optim *o, const fg_oframe *f);
 } fg_optim_kind_ops;
+
+/* The config fields SGD, Adam and AdamW share: one lenient set, so that a config written for
+ * one of them runs under another, each kind reading its own. They differ only in defaults:
+ * lr and weight decay (torch's and Fucina's). */
+#define FG_OPTIM_LENIENT_FIELDS(lr0, wd0)                                                               \
+  {"lr", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, lr), lr0, {NULL, NULL}},                         \
+      {"weight_decay", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, weight_decay), wd0, {NULL, NULL}}, \
+      {"momentum", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, momentum), 0.0, {NULL, NULL}},         \
+      {"dampening", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, dampening), 0.0, {NULL, NULL}},       \
+      {"nesterov", FG_OPTIM_FIELD_BOOL, offsetof(fg_optim_config, nesterov), 0.0, {NULL, NULL}},        \
+      {"beta1", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, beta1), 0.9, {NULL, NULL}},               \
+      {"beta2", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, beta2), 0.999, {NULL, NULL}},             \
+      {"eps", FG_OPTIM_FIELD_F32, offsetof(fg_optim_config, eps), 1e-8, {NULL, NULL}},                  \
+      {"state_dtype", FG_OPTIM_FIELD_DTYPE, offsetof(fg_optim_config, state_dtype), FG_F32, {NULL, NULL}}, \
+      {"second_moment_dtype", FG_OPTIM_FIELD_DTYPE, offsetof(fg_optim_config, second_moment_dtype), FG_F32, {NULL, NULL}}
 
 /* The row of kind, or NULL for an unknown kind. */
 const fg_optim_kind_ops *fg_optim_kind_ops_of(fg_optim_kind kind);

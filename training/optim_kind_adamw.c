@@ -7,19 +7,8 @@
 
 #define C(f) offsetof(fg_optim_config, f)
 
-/* The lenient set SGD, Adam and AdamW share (training/optim_kind_sgd.c); decay 0.01. */
-static const fg_optim_field FIELDS[] = {
-    {"lr", FG_OPTIM_FIELD_F32, C(lr), 1e-3, {NULL, NULL}},
-    {"weight_decay", FG_OPTIM_FIELD_F32, C(weight_decay), 0.01, {NULL, NULL}},
-    {"momentum", FG_OPTIM_FIELD_F32, C(momentum), 0.0, {NULL, NULL}},
-    {"dampening", FG_OPTIM_FIELD_F32, C(dampening), 0.0, {NULL, NULL}},
-    {"nesterov", FG_OPTIM_FIELD_BOOL, C(nesterov), 0.0, {NULL, NULL}},
-    {"beta1", FG_OPTIM_FIELD_F32, C(beta1), 0.9, {NULL, NULL}},
-    {"beta2", FG_OPTIM_FIELD_F32, C(beta2), 0.999, {NULL, NULL}},
-    {"eps", FG_OPTIM_FIELD_F32, C(eps), 1e-8, {NULL, NULL}},
-    {"state_dtype", FG_OPTIM_FIELD_DTYPE, C(state_dtype), FG_F32, {NULL, NULL}},
-    {"second_moment_dtype", FG_OPTIM_FIELD_DTYPE, C(second_moment_dtype), FG_F32, {NULL, NULL}},
-};
+/* The lenient set of training/optim_kind.h, with AdamW's decay of 0.01. */
+static const fg_optim_field FIELDS[] = {FG_OPTIM_LENIENT_FIELDS(1e-3, 0.01)};
 
 static const fg_optim_state_desc STATE[] = {
     {"m", C(state_dtype), FG_OPTIM_STATE_ALWAYS, true},

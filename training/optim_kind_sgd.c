@@ -8,21 +8,9 @@
 
 #define C(f) offsetof(fg_optim_config, f)
 
-/* SGD, Adam and AdamW take one lenient set of fields, so that a config written for one of
- * them runs under another; each reads its own (SGD: lr, weight_decay, momentum, dampening,
- * nesterov, state_dtype). */
-static const fg_optim_field FIELDS[] = {
-    {"lr", FG_OPTIM_FIELD_F32, C(lr), 1e-3, {NULL, NULL}},
-    {"weight_decay", FG_OPTIM_FIELD_F32, C(weight_decay), 0.0, {NULL, NULL}},
-    {"momentum", FG_OPTIM_FIELD_F32, C(momentum), 0.0, {NULL, NULL}},
-    {"dampening", FG_OPTIM_FIELD_F32, C(dampening), 0.0, {NULL, NULL}},
-    {"nesterov", FG_OPTIM_FIELD_BOOL, C(nesterov), 0.0, {NULL, NULL}},
-    {"beta1", FG_OPTIM_FIELD_F32, C(beta1), 0.9, {NULL, NULL}},
-    {"beta2", FG_OPTIM_FIELD_F32, C(beta2), 0.999, {NULL, NULL}},
-    {"eps", FG_OPTIM_FIELD_F32, C(eps), 1e-8, {NULL, NULL}},
-    {"state_dtype", FG_OPTIM_FIELD_DTYPE, C(state_dtype), FG_F32, {NULL, NULL}},
-    {"second_moment_dtype", FG_OPTIM_FIELD_DTYPE, C(second_moment_dtype), FG_F32, {NULL, NULL}},
-};
+/* The lenient set of training/optim_kind.h; SGD reads lr, weight_decay, momentum, dampening,
+ * nesterov and state_dtype. */
+static const fg_optim_field FIELDS[] = {FG_OPTIM_LENIENT_FIELDS(1e-3, 0.0)};
 
 /* Momentum 0 keeps no buffer (Fucina allocates none either). */
 static const fg_optim_state_desc STATE[] = {{"momentum_buffer", C(state_dtype), C(momentum), true}};
