@@ -1,6 +1,5 @@
 /* The op layer's front: one validation for every backend, then the backend's launcher. */
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "device/backend.h"
 #include "device/op_chunks.h"
@@ -87,7 +86,5 @@ fg_status fg_op_run(fg_device *dev, fg_op_kind op, const fg_op_params *params, c
   }
   if (!work) return FG_OK;
   const fg_op_call c = {.op = (int)op, .p = params, .list = list, .count = count};
-  char what[64];
-  snprintf(what, sizeof what, "op %s", in->name);
-  return fg_family_op(dev, &c, s, what);
+  return fg_family_op(dev, &c, s, "fg_op_run");
 }

@@ -1,7 +1,5 @@
 /* The reductions' front: one validation for every backend, then the reduce and sum_f64
  * kernel families (device/family_table.h). */
-#include <stdio.h>
-
 #include "device/backend.h"
 #include "device/scratch.h"
 #include "device/reduce_call.h"
@@ -39,9 +37,7 @@ static fg_status fg_reduce_run(fg_device *dev, fg_reduce_call *r, fg_stream *s) 
       return fg_fail(FG_ERR_INVALID_ARG, "reduce %s: tensor %zu '%s' has NULL data for %zu values", name, t, tn, n);
     r->nchunks += fg_reduce_nchunks(n);
   }
-  char what[32];
-  snprintf(what, sizeof what, "reduce %s", name);
-  return fg_family_reduce(dev, r, s, what);
+  return fg_family_reduce(dev, r, s, "fg_reduce");
 }
 
 fg_status fg_reduce_list(fg_device *dev, fg_reduce_op op, const void *const *xs, const fg_dtype *dtypes,
