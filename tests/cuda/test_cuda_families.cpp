@@ -2,6 +2,9 @@
 // (tests/util/family_cases.h): CUDA writes the bytes the CPU writes, compared with memcmp.
 #include <gtest/gtest.h>
 
+// The family table is internal (fg_family_name is not exported): naming it here makes the
+// build link this test with the library's objects, not with a shared libforgia.
+#include "device/family_table.h"
 #include "family_cases.h"
 
 namespace {
