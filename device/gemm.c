@@ -5,6 +5,7 @@
 #include "device/backend.h"
 #include "device/scratch.h"
 #include "device/gemm_call.h"
+#include "device/overlap.h"
 
 static bool fg_gemm_mode_ok(fg_gemm_mode mode) {
   return mode == FG_GEMM_DEFAULT || mode == FG_GEMM_FAST || mode == FG_GEMM_EXACT || mode == FG_GEMM_FAST_TF32;
@@ -31,11 +32,6 @@ static bool fg_gemm_extent(size_t rows, size_t cols, size_t ld, size_t elem, siz
   if (span > (size_t)PTRDIFF_MAX / elem) return false;
   *bytes = span * elem;
   return true;
-}
-
-static bool fg_gemm_overlap(const void *x, size_t xb, const void *y, size_t yb) {
-  uintptr_t a = (uintptr_t)x, b = (uintptr_t)y;
-  return xb && yb && a < b + yb && b < a + xb;
 }
 
 /* One operand: op(X) is rows x cols, stored transposed when trans. */
@@ -86,9 +82,9 @@ fg_status fg_gemm(fg_device *dev, fg_gemm_mode mode, bool trans_a, bool trans_b,
                      "fg_gemm: m %zu, n %zu, k %zu, lda %zu, ldb %zu, ldc %zu: the fast mode takes each up to %d "
                      "(BLAS takes int); use FG_GEMM_EXACT",
                      m, n, k, lda, ldb, ldc, INT_MAX);
-    if (fg_gemm_overlap(c, cb, a, ab) || fg_gemm_overlap(c, cb, b, bb))
+    if (fg_bytes_overlap(c, cb, a, ab) || fg_bytes_overlap(c, cb, b, bb))
       return fg_fail(FG_ERR_INVALID_ARG, "fg_gemm: c overlaps %s; the output must not alias an input",
-                     fg_gemm_overlap(c, cb, a, ab) ? "a" : "b");
+                     fg_bytes_overlap(c, cb, a, ab) ? "a" : "b");
   }
   struct fg_gemm_call g = {
     .mode = mode, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = product ? k : 0,

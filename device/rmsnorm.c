@@ -4,18 +4,13 @@
 #include <stdint.h>
 
 #include "device/backend.h"
+#include "device/overlap.h"
 #include "forgia/elem/rmsnorm.h"
 #include "forgia/rmsnorm.h"
 
 static bool fg_rn_float(fg_dtype d) { return d == FG_F32 || d == FG_F16 || d == FG_BF16; }
 
-static size_t fg_rn_size(fg_dtype d) { return d == FG_F32 ? 4 : 2; }
-
-static bool fg_rn_overlap(const void *a, size_t ab, const void *b, size_t bb) {
-  if (!a || !b || !ab || !bb) return false;
-  const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return x < y + bb && y < x + ab;
-}
+static size_t fg_rn_size(fg_dtype d) { return fg_dtype_info(d)->block_bytes; }
 
 /* The checks both directions share; *n the element count rows * cols. */
 static fg_status fg_rn_check(const char *what, const void *x, fg_dtype xt, const void *w, fg_dtype wt, size_t rows,
@@ -46,11 +41,11 @@ fg_status fg_rmsnorm_forward(fg_device *dev, const void *x, fg_dtype x_dtype, co
   if (!n) return dev ? FG_OK : fg_fail(FG_ERR_INVALID_ARG, "%s: NULL device", what);
   if (!y) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL y", what);
   const size_t yb = n * 4;
-  if (fg_rn_overlap(y, yb, x, n * fg_rn_size(x_dtype)) || fg_rn_overlap(y, yb, w, cols * fg_rn_size(w_dtype)) ||
-      fg_rn_overlap(y, yb, rstd, rows * 4))
+  if (fg_bytes_overlap(y, yb, x, n * fg_rn_size(x_dtype)) || fg_bytes_overlap(y, yb, w, cols * fg_rn_size(w_dtype)) ||
+      fg_bytes_overlap(y, yb, rstd, rows * 4))
     return fg_fail(FG_ERR_INVALID_ARG, "%s: y overlaps an input or rstd", what);
-  if (rstd && (fg_rn_overlap(rstd, rows * 4, x, n * fg_rn_size(x_dtype)) ||
-               fg_rn_overlap(rstd, rows * 4, w, cols * fg_rn_size(w_dtype))))
+  if (rstd && (fg_bytes_overlap(rstd, rows * 4, x, n * fg_rn_size(x_dtype)) ||
+               fg_bytes_overlap(rstd, rows * 4, w, cols * fg_rn_size(w_dtype))))
     return fg_fail(FG_ERR_INVALID_ARG, "%s: rstd overlaps x or w", what);
   const fg_rmsnorm_call c = {.backward = 0, .rows = rows, .cols = cols, .x = x, .x_dtype = x_dtype, .w = w,
                              .w_dtype = w_dtype, .offset = w_offset, .eps = eps, .y = y, .rstd = rstd};
@@ -70,10 +65,10 @@ fg_status fg_rmsnorm_backward(fg_device *dev, const void *x, fg_dtype x_dtype, c
   const void *in[4] = {x, w, rstd, dy};
   const size_t inb[4] = {n * fg_rn_size(x_dtype), cols * fg_rn_size(w_dtype), rows * 4, n * 4};
   for (int k = 0; k < 4; k++)
-    if (fg_rn_overlap(dx, n * 4, in[k], inb[k]) || fg_rn_overlap(dw, cols * 4, in[k], inb[k]))
+    if (fg_bytes_overlap(dx, n * 4, in[k], inb[k]) || fg_bytes_overlap(dw, cols * 4, in[k], inb[k]))
       return fg_fail(FG_ERR_INVALID_ARG, "%s: %s overlaps %s", what,
-                     fg_rn_overlap(dx, n * 4, in[k], inb[k]) ? "dx" : "dw", (const char *[]){"x", "w", "rstd", "dy"}[k]);
-  if (fg_rn_overlap(dx, n * 4, dw, cols * 4)) return fg_fail(FG_ERR_INVALID_ARG, "%s: dx overlaps dw", what);
+                     fg_bytes_overlap(dx, n * 4, in[k], inb[k]) ? "dx" : "dw", (const char *[]){"x", "w", "rstd", "dy"}[k]);
+  if (fg_bytes_overlap(dx, n * 4, dw, cols * 4)) return fg_fail(FG_ERR_INVALID_ARG, "%s: dx overlaps dw", what);
   const fg_rmsnorm_call c = {.backward = 1, .rows = rows, .cols = cols, .x = x, .x_dtype = x_dtype, .w = w,
                              .w_dtype = w_dtype, .offset = w_offset, .rstd = (float *)rstd, .dy = dy, .dx = dx,
                              .dw = dw};

@@ -19,17 +19,23 @@ __device__ double fg_rn_warp_sum(double s) {
   return __shfl_sync(0xffffffffu, s, 0);
 }
 
+// The row grid's sum of term(i) over i < cols: this lane's elements in order, then the fold.
+template <class Term> __device__ double fg_rn_row_sum(size_t cols, Term term) {
+  double s = 0.0;
+  for (size_t i = threadIdx.x & 31u; i < cols; i += FG_ROW_LANES) s = s + term(i);
+  return fg_rn_warp_sum(s);
+}
+
 __global__ void fg_rn_forward_kernel(fg_rmsnorm_call c) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t step = (size_t)gridDim.x * FG_RN_WARPS;
   for (size_t r = (size_t)blockIdx.x * FG_RN_WARPS + threadIdx.x / 32; r < c.rows; r += step) {
     const size_t base = r * c.cols;
-    double s = 0.0;
-    for (size_t i = lane; i < c.cols; i += FG_ROW_LANES) {
+    const double ss = fg_rn_row_sum(c.cols, [&](size_t i) {
       const double v = (double)fg_row_load(c.x, c.x_dtype, base + i);
-      s = s + v * v;
-    }
-    const float rstd = fg_rmsnorm_rstd(fg_rn_warp_sum(s), c.cols, c.eps);
+      return v * v;
+    });
+    const float rstd = fg_rmsnorm_rstd(ss, c.cols, c.eps);
     if (c.rstd && lane == 0) c.rstd[r] = rstd;
     for (size_t i = lane; i < c.cols; i += FG_ROW_LANES)
       c.y[base + i] = fg_rmsnorm_y(fg_row_load(c.x, c.x_dtype, base + i), rstd, fg_row_load(c.w, c.w_dtype, i), c.offset);
@@ -41,12 +47,12 @@ __global__ void fg_rn_dx_kernel(fg_rmsnorm_call c) {
   const size_t step = (size_t)gridDim.x * FG_RN_WARPS;
   for (size_t r = (size_t)blockIdx.x * FG_RN_WARPS + threadIdx.x / 32; r < c.rows; r += step) {
     const size_t base = r * c.cols;
-    double s = 0.0;
-    for (size_t i = lane; i < c.cols; i += FG_ROW_LANES)
-      s = s + fg_rmsnorm_dot_term(fg_row_load(c.x, c.x_dtype, base + i), c.dy[base + i], fg_row_load(c.w, c.w_dtype, i),
-                                  c.offset);
+    const double dot = fg_rn_row_sum(c.cols, [&](size_t i) {
+      return fg_rmsnorm_dot_term(fg_row_load(c.x, c.x_dtype, base + i), c.dy[base + i], fg_row_load(c.w, c.w_dtype, i),
+                                 c.offset);
+    });
     const float rstd = c.rstd[r];
-    const double coef = fg_rmsnorm_coef(fg_rn_warp_sum(s), c.cols, rstd);
+    const double coef = fg_rmsnorm_coef(dot, c.cols, rstd);
     for (size_t i = lane; i < c.cols; i += FG_ROW_LANES) {
       const float g = c.dy[base + i] * (fg_row_load(c.w, c.w_dtype, i) + c.offset);
       c.dx[base + i] = fg_rmsnorm_dx(fg_row_load(c.x, c.x_dtype, base + i), g, rstd, coef);
