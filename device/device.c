@@ -109,12 +109,9 @@ fg_status fg_device_open(const char *spec, fg_device **out) {
     if (s) return fg_fail_prefix(s, "FORGIA_DEVICE: ");
     return s;
   }
-  /* Said once per process: which device "auto" chose, so logs show where work ran. */
-  static int said;
-  fg_status s = fg_cuda_device_count() > 0 ? fg_open_cuda(0, out) : fg_open_cpu(out);
-  if (s == FG_OK && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-    fprintf(stderr, "forgia: device auto -> %s\n", (*out)->spec);
-  return s;
+  /* The library prints nothing: which device "auto" chose is fg_device_spec's answer, which
+   * the CLI puts in each command's summary. */
+  return fg_cuda_device_count() > 0 ? fg_open_cuda(0, out) : fg_open_cpu(out);
 }
 
 void fg_device_close(fg_device *dev) {

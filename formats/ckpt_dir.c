@@ -81,6 +81,29 @@ static fg_status cd_write_bytes(const char *path, const void *bytes, size_t len)
   return st;
 }
 
+/* The payloads are written whole under staged names first (".model.safetensors.next",
+ * each through the atomic writer), while the previous checkpoint is still committed: a full
+ * disk, an I/O error or a cancellation there leaves it as it was. Only then is the sentinel
+ * deleted, the staged files renamed into place, a payload this save does not write removed,
+ * and the sentinel written last. */
+#define CD_STAGED_PREFIX "."
+#define CD_STAGED_SUFFIX ".next"
+
+static char *cd_staged(const char *dir, const char *leaf) {
+  size_t n = strlen(leaf) + sizeof CD_STAGED_PREFIX + sizeof CD_STAGED_SUFFIX;
+  char *name = malloc(n);
+  if (!name) return NULL;
+  snprintf(name, n, CD_STAGED_PREFIX "%s" CD_STAGED_SUFFIX, leaf);
+  char *p = cd_join(dir, name);
+  free(name);
+  return p;
+}
+
+static fg_status cd_publish(const char *staged, const char *final) {
+  if (rename(staged, final) != 0) return fg_fail(FG_ERR_IO, "rename %s to %s: %s", staged, final, strerror(errno));
+  return FG_OK;
+}
+
 FG_API fg_status fg_ckpt_dir_save(const char *dir, fg_ckpt_dir_weights which, const fg_state_dict_entry *entries,
                                   size_t n, const void *optimizer, size_t optimizer_len,
                                   const fg_trainer_state *state) {
@@ -90,26 +113,37 @@ FG_API fg_status fg_ckpt_dir_save(const char *dir, fg_ckpt_dir_weights which, co
                    (int)which);
   fg_status st = fg_state_dict_check(entries, n);
   if (st) return st;
-  char *text = NULL, *weights = NULL, *opt = NULL, *sentinel = NULL;
+  char *text = NULL, *weights = NULL, *opt = NULL, *sentinel = NULL, *weights_next = NULL, *opt_next = NULL;
   size_t text_len = 0;
   st = fg_trainer_state_format(state, &text, &text_len);
   if (st) return st;
   weights = cd_join(dir, cd_leaf(which));
   opt = cd_join(dir, FG_CKPT_DIR_OPTIMIZER_FILE);
   sentinel = cd_join(dir, FG_TRAINER_STATE_FILE);
-  if (!weights || !opt || !sentinel) st = fg_fail(FG_ERR_NOMEM, "%s: paths", dir);
+  weights_next = cd_staged(dir, cd_leaf(which));
+  opt_next = cd_staged(dir, FG_CKPT_DIR_OPTIMIZER_FILE);
+  if (!weights || !opt || !sentinel || !weights_next || !opt_next) st = fg_fail(FG_ERR_NOMEM, "%s: paths", dir);
   if (!st) st = cd_mkdir_p(dir);
+  /* staged while the previous checkpoint stays committed */
+  if (!st) st = fg_state_dict_save(weights_next, entries, n);
+  if (!st && optimizer) st = cd_write_bytes(opt_next, optimizer, optimizer_len);
+  if (st) {
+    unlink(weights_next);
+    unlink(opt_next);
+  }
   if (!st) st = cd_remove(dir, FG_TRAINER_STATE_FILE);
   /* From here until the last rename the directory is uncommitted. */
+  if (!st) st = cd_publish(weights_next, weights);
+  if (!st && optimizer) st = cd_publish(opt_next, opt);
   if (!st) st = cd_remove(dir, cd_leaf(which == FG_CKPT_DIR_MODEL ? FG_CKPT_DIR_ADAPTERS : FG_CKPT_DIR_MODEL));
   if (!st && !optimizer) st = cd_remove(dir, FG_CKPT_DIR_OPTIMIZER_FILE);
-  if (!st) st = fg_state_dict_save(weights, entries, n);
-  if (!st && optimizer) st = cd_write_bytes(opt, optimizer, optimizer_len);
   if (!st) st = cd_write_bytes(sentinel, text, text_len);
   free(text);
   free(weights);
   free(opt);
   free(sentinel);
+  free(weights_next);
+  free(opt_next);
   return st;
 }
 

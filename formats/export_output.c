@@ -8,36 +8,8 @@
 #include <sys/stat.h>
 
 #include "core/atomic_file.h"
+#include "core/output_identity.h"
 #include "forgia/export.h"
-
-static bool same_file(const struct stat *a, const struct stat *b) {
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
-static fg_status is_input(const char *out, const char *in) {
-  if (strcmp(out, in) == 0)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: an input of this export; refusing to overwrite it", out);
-  return fg_fail(FG_ERR_INVALID_ARG, "%s: the same file as %s, an input of this export; refusing to overwrite it", out,
-                 in);
-}
-
-/* out (canonical, absolute, symbolic links resolved) against the input folder dir: every
- * ancestor of out is compared by identity, which sees through bind mounts and "..". */
-static fg_status inside(const char *given, const char *canonical, const char *in, const struct stat *dir) {
-  char *p = strdup(canonical);
-  if (!p) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", given);
-  fg_status s = FG_OK;
-  for (char *slash; !s && (slash = strrchr(p, '/')) != NULL;) {
-    slash[slash == p ? 1 : 0] = '\0'; /* keep "/" itself */
-    struct stat st;
-    if (stat(p, &st) == 0 && same_file(&st, dir))
-      s = fg_fail(FG_ERR_INVALID_ARG, "%s: inside %s, the input folder of this export; refusing to write into it",
-                  given, in);
-    if (slash == p) break;
-  }
-  free(p);
-  return s;
-}
 
 /* config.json is read from the checkpoint's folder (safetensors_dir.c: the path itself when
  * it is a folder, else the part before its last '/') whenever it is there, and export copies
@@ -52,31 +24,24 @@ static char *config_path(const char *ckpt_path, bool is_dir) {
   return p;
 }
 
+/* Every file the export reads: the checkpoint's files (each GGUF split part or safetensors
+ * shard), the path it was opened from (the one file, an index file, or the folder, inside
+ * which nothing may be written), and config.json when it was read. */
 static fg_status not_an_input(const fg_ckpt *src, const char *given, const char *canonical) {
-  struct stat out;
-  const bool exists = stat(canonical, &out) == 0;
-  struct stat st;
-  for (size_t i = 0; exists && i < fg_ckpt_file_count(src); i++) {
-    const char *in = fg_ckpt_file_at(src, i)->path;
-    if (stat(in, &st) == 0 && same_file(&st, &out)) return is_input(given, in);
-  }
+  static const char whose[] = "this export";
+  fg_status s = FG_OK;
+  for (size_t i = 0; !s && i < fg_ckpt_file_count(src); i++)
+    s = fg_output_vs_input(given, canonical, fg_ckpt_file_at(src, i)->path, whose);
   const char *path = fg_ckpt_path(src);
-  if (stat(path, &st) != 0) return FG_OK; /* gone since it was opened: nothing left to protect */
-  const bool is_dir = S_ISDIR(st.st_mode);
-  if (is_dir) {
-    fg_status s = inside(given, canonical, path, &st);
-    if (s) return s;
-  } else if (exists && same_file(&st, &out)) {
-    return is_input(given, path); /* an index file, or the one file */
-  }
-  if (exists && fg_ckpt_safetensors(src) && fg_st_dir_config_text(fg_ckpt_safetensors(src), NULL)) {
-    char *cfg = config_path(path, is_dir);
-    if (!cfg) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", given);
-    fg_status s = stat(cfg, &st) == 0 && same_file(&st, &out) ? is_input(given, cfg) : FG_OK;
+  struct stat st;
+  if (s || stat(path, &st) != 0) return s; /* gone since it was opened: nothing left to protect */
+  s = fg_output_vs_input(given, canonical, path, whose);
+  if (!s && fg_ckpt_safetensors(src) && fg_st_dir_config_text(fg_ckpt_safetensors(src), NULL)) {
+    char *cfg = config_path(path, S_ISDIR(st.st_mode));
+    s = cfg ? fg_output_vs_input(given, canonical, cfg, whose) : fg_fail(FG_ERR_NOMEM, "%s: out of memory", given);
     free(cfg);
-    return s;
   }
-  return FG_OK;
+  return s;
 }
 
 fg_status fg_export_check_output(const fg_ckpt *src, const char *out_path) {

@@ -26,7 +26,7 @@ PUBLIC = {
     "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
     "device.h": "device", "topology.h": "device", "tensor.h": "device", "ops.h": "device",
     "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "rmsnorm.h": "device", "comm.h": "device",
-    "mapping.h": "core", "load.h": "host",
+    "mapping.h": "core", "output.h": "core", "load.h": "host",
     "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "imatrix.h": "formats", "quant_weighted.h": "formats",
     "ckpt.h": "formats", "ptqtp.h": "formats", "export_ptqtp.h": "formats", "export_merge.h": "formats", "optim_frame.h": "formats",

@@ -3,6 +3,7 @@
  * (es_replay.h). */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,22 +13,23 @@
 #include "forgia/forgia.h"
 #include "util_args.h"
 #include "util_file.h"
+#include "util_output.h"
 #include "util_report.h"
+#include "util_signal.h"
+#include "util_threads.h"
 
 const char fg_cmd_es_summary[] = "evolution strategies: train two-spirals without gradients, replay recorded rewards";
 
-static const char synopsis[] = "forgia es spirals [options] | forgia es replay --config CONFIG.json --params P.safetensors "
-                               "--rewards R.json --out OUT.safetensors [--in-place] [--device D]";
+static const char synopsis[] = "forgia es spirals [options] | forgia es replay [options]";
 static const char spirals_synopsis[] =
-    "forgia es spirals [--device D] [--population N] [--target ACC] [--ternary] [--save DIR] [--resume DIR] "
-    "[--iterations N] [--seed S] [--threads N]";
+    "forgia es spirals [--device D] [--population N] [--target ACC] [--ternary] [--save DIR] [--save-every K] "
+    "[--force] [--resume DIR] [--iterations N] [--seed S] [--threads N]";
 static const char replay_synopsis[] =
     "forgia es replay --config CONFIG.json --params P.safetensors --rewards R.json --out OUT.safetensors [--in-place] "
-    "[--device D]";
+    "[--device D] [--threads N]";
 
-static void spirals_usage(FILE *f) {
+static void spirals_text(FILE *f) {
   fprintf(f,
-          "usage: %s\n\n"
           "Trains the MLP of `forgia train spirals` (2 -> %d -> %d -> 2, ReLU, %d points, the same data\n"
           "and initial weights from the seed) from scratch by evolution strategies: no backward pass.\n"
           "Every iteration each member of the population (antithetic pairs) is written into a\n"
@@ -44,20 +46,24 @@ static void spirals_usage(FILE *f) {
           "  --threads N     worker threads (default: the cores, shared among MPI ranks); the\n"
           "                  result does not depend on it\n"
           "  --save DIR      write a checkpoint directory at the end (model.safetensors,\n"
-          "                  trainer_state.json with the ES state)\n"
+          "                  trainer_state.json with the ES state); a committed checkpoint already\n"
+          "                  there is replaced only with --force, or when --resume names DIR\n"
+          "  --save-every K  also every K iterations into DIR (needs --save)\n"
+          "  --force         replace the checkpoint in DIR\n"
           "  --resume DIR    continue from it (same --population and --ternary; the seed is the\n"
           "                  checkpoint's): K iterations, a save, a resume to N give the bits of N\n"
           "Under mpirun (`mpirun -np 2 forgia es spirals`) each rank evaluates its share of the\n"
           "population and every rank applies the same update: the result is a single process's.\n"
           "Only rank 0 prints and saves. It prints the final accuracy and an FNV-1a hash of the\n"
-          "trained parameters' bytes.\n",
-          spirals_synopsis, ES_SPIRALS_HIDDEN, ES_SPIRALS_HIDDEN, 200, ES_SPIRALS_DEFAULT_POPULATION,
+          "trained parameters' bytes. SIGINT or SIGTERM stops every rank after the same whole\n"
+          "iteration, which --save DIR still saves (a second signal cancels that save); the exit\n"
+          "status is then 130 or 143.\n",
+          ES_SPIRALS_HIDDEN, ES_SPIRALS_HIDDEN, 200, ES_SPIRALS_DEFAULT_POPULATION,
           ES_SPIRALS_DEFAULT_ITERATIONS, ES_SPIRALS_DEFAULT_ITERATIONS_TERNARY, (double)ES_SPIRALS_DEFAULT_TARGET, ES_SPIRALS_DEFAULT_SEED);
 }
 
-static void replay_usage(FILE *f) {
+static void replay_text(FILE *f) {
   fprintf(f,
-          "usage: %s\n\n"
           "Registers the tensors of P named by the config's \"params\" list, in that order (f32, f16\n"
           "or bf16), captures them as the anchor when anchor decay is on, then applies one ES update\n"
           "per reward vector of R and writes the parameters, under their names and in their dtypes,\n"
@@ -67,7 +73,9 @@ static void replay_usage(FILE *f) {
           "              that evaluated its members in place did (a regenerating restore leaves a\n"
           "              rounding the rewards do not record); without it the run is taken to have\n"
           "              used replicas (fg_es_materialize) or snapshot restores\n"
-          "  --device D  where the parameters live (default cpu); the bits are the same\n\n"
+          "  --device D  where the parameters live (default cpu); the bits are the same\n"
+          "  --threads N CPU worker threads (the bits do not depend on it)\n"
+          "OUT must not be an input (exit 2 before any work).\n\n"
           "CONFIG.json, the seed's field and enum names; absent fields take the defaults:\n"
           "  {\"sigma\": 0.001, \"alpha\": (absent: sigma/2), \"population\": 30, \"antithetic\": false,\n"
           "   \"noise\": \"iid|correlated\", \"restore_mode\": \"regenerate|snapshot\",\n"
@@ -76,27 +84,38 @@ static void replay_usage(FILE *f) {
           "   \"ternary_update_fraction\": 0.005, \"ternary_update_decay\": 0, \"seed\": 42,\n"
           "   \"params\": [\"name\", ...]}\n"
           "The seed is read exactly from its digits (any u64), or from a decimal string.\n"
-          "R.json: [[r_0, ..., r_{population-1}], ...], one array per iteration, finite numbers.\n",
-          replay_synopsis);
+          "R.json: [[r_0, ..., r_{population-1}], ...], one array per iteration, finite numbers.\n");
 }
 
+static void spirals_usage(FILE *f) {
+  fprintf(f, "usage: %s\n\n", spirals_synopsis);
+  spirals_text(f);
+}
+
+static void replay_usage(FILE *f) {
+  fprintf(f, "usage: %s\n\n", replay_synopsis);
+  replay_text(f);
+}
+
+/* `forgia help es`: one usage line per task, then each task's text under its name. */
 static void usage(FILE *f) {
-  fprintf(f, "usage: %s\n\n", synopsis);
-  spirals_usage(f);
-  fputc('\n', f);
-  replay_usage(f);
+  fprintf(f, "usage: %s\n       %s\n\nforgia es spirals:\n", spirals_synopsis, replay_synopsis);
+  spirals_text(f);
+  fputs("\nforgia es replay:\n", f);
+  replay_text(f);
 }
 
 
 static int spirals(int argc, char **argv) {
   const char *device = NULL, *population = NULL, *target = NULL, *save = NULL, *resume = NULL, *iterations = NULL,
-             *seed = NULL, *threads = NULL;
-  bool ternary = false;
+             *seed = NULL, *threads = NULL, *every = NULL;
+  bool ternary = false, force = false;
   const fg_cli_opt opts[] = {{"--device", &device, NULL},         {"--population", &population, NULL},
                              {"--target", &target, NULL},         {"--ternary", NULL, &ternary},
                              {"--save", &save, NULL},             {"--resume", &resume, NULL},
                              {"--iterations", &iterations, NULL}, {"--seed", &seed, NULL},
-                             {"--threads", &threads, NULL}};
+                             {"--threads", &threads, NULL},       {"--save-every", &every, NULL},
+                             {"--force", NULL, &force}};
   const fg_cli_spec spec = {"es", spirals_synopsis, spirals_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
@@ -125,8 +144,14 @@ static int spirals(int argc, char **argv) {
     if (errno || *end || !(tgt >= 0.0 && tgt <= 1.0))
       return fg_cli_usage_error(&spec, "--target", "'%s' is not an accuracy in 0..1", target);
   }
+  if (every && (!fg_cli_parse_u64(every, 10, &o.save_every) || o.save_every == 0))
+    return fg_cli_usage_error(&spec, "--save-every", "'%s' is not a positive integer", every);
+  if (every && !save) return fg_cli_usage_error(&spec, "--save-every", "needs --save DIR");
+  if (force && !save) return fg_cli_usage_error(&spec, "--force", "needs --save DIR");
+  if (save && (rc = fg_cli_save_dir_check("es", save, NULL, 0, force, resume)) != 0) return rc;
   fg_device *dev = NULL;
   if (fg_device_open(device ? device : "auto", &dev)) return fg_cli_usage_error(&spec, "--device", "%s", fg_last_error());
+  fg_cli_signals_catch();
   fg_comm *comm = NULL;
   if (fg_comm_open(FG_COMM_AUTO, &comm)) {
     fg_cli_report("es", NULL);
@@ -139,8 +164,16 @@ static int spirals(int argc, char **argv) {
   fg_comm_close(comm);
   fg_device_close(dev);
   if (s) {
+    if (fg_cli_signal_caught()) return fg_cli_interrupted("es", NULL);
     fg_cli_report("es", resume && !save ? resume : NULL);
     return 1;
+  }
+  if (r.interrupted) {
+    /* a rank that saw no signal of its own stopped with the one that did */
+    if (lead)
+      fg_cli_fail("es", NULL, "interrupted by %s after iteration %llu%s%s", fg_cli_signal_name(),
+                (unsigned long long)r.iteration, save ? ", saved in " : " (nothing saved: no --save)", save ? save : "");
+    return fg_cli_signal_caught() == SIGTERM ? 143 : 130;
   }
   const double acc = r.correct / (double)r.total;
   if (acc < tgt) {
@@ -155,15 +188,19 @@ static int spirals(int argc, char **argv) {
 }
 
 static int replay(int argc, char **argv) {
-  const char *config = NULL, *params = NULL, *rewards = NULL, *out = NULL, *device = NULL;
+  const char *config = NULL, *params = NULL, *rewards = NULL, *out = NULL, *device = NULL, *threads = NULL;
   bool in_place = false;
   const fg_cli_opt opts[] = {{"--config", &config, NULL}, {"--params", &params, NULL}, {"--rewards", &rewards, NULL},
-                             {"--out", &out, NULL},       {"--device", &device, NULL}, {"--in-place", NULL, &in_place}};
+                             {"--out", &out, NULL},       {"--device", &device, NULL}, {"--in-place", NULL, &in_place},
+                             {"--threads", &threads, NULL}};
   const fg_cli_spec spec = {"es", replay_synopsis, replay_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   const char *missing = !config ? "--config" : !params ? "--params" : !rewards ? "--rewards" : !out ? "--out" : NULL;
   if (missing) return fg_cli_usage_error(&spec, missing, "missing");
+  if ((rc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return rc;
+  const char *inputs[] = {config, params, rewards};
+  if ((rc = fg_cli_output_check("es", out, inputs, sizeof inputs / sizeof inputs[0])) != 0) return rc;
   /* A configuration over 64 MiB or a reward log over 1 GiB is not one. */
   uint8_t *text = NULL;
   size_t len = 0;
@@ -198,18 +235,22 @@ static int replay(int argc, char **argv) {
     es_replay_config_free(&c);
     return rc;
   }
+  char spec_name[32];
+  snprintf(spec_name, sizeof spec_name, "%s", fg_device_spec(dev));
+  fg_cli_signals_catch();
   s = es_replay_run(dev, &c, params, r, iters, in_place, rewards, out);
   const size_t ntensors = c.nparams;
   const uint64_t pop = c.c.population;
   fg_device_close(dev);
   free(r);
   es_replay_config_free(&c);
+  if (s && fg_cli_signal_caught()) return fg_cli_interrupted("es", out);
   if (s) {
     fg_cli_report("es", NULL);
     return 1;
   }
-  printf("replayed %zu iteration%s of population %llu over %zu tensor%s: wrote %s\n", iters, iters == 1 ? "" : "s",
-         (unsigned long long)pop, ntensors, ntensors == 1 ? "" : "s", out);
+  printf("replayed %zu iteration%s of population %llu over %zu tensor%s on %s: wrote %s\n", iters,
+         iters == 1 ? "" : "s", (unsigned long long)pop, ntensors, ntensors == 1 ? "" : "s", spec_name, out);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "util_limits.h"
 #include "util_progress.h"
 #include "util_report.h"
+#include "util_threads.h"
 #include "util_signal.h"
 #include "util_text.h"
 #include "forgia/forgia.h"
@@ -25,11 +26,12 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: forgia load PATH [--device cpu|cuda|cuda:N] [--only REGEX]\n"
           "                        [--dtype keep|f32|bf16|f16|dequant|f64] [--keep-quant]\n"
-          "                        [--ring N,SIZE] [--lazy] [--list] [--bench]\n"
+          "                        [--ring N,SIZE] [--lazy] [--list] [--bench] [--threads N]\n"
           "\n"
           "PATH is a GGUF file, part 1 of a split GGUF, a safetensors file or a Hugging Face directory.\n"
           "  --device   target (default auto: the first GPU when present, else the CPU)\n"
-          "  --only     load only tensors whose name matches the POSIX extended REGEX\n"
+          "  --only     load only tensors whose name matches the POSIX extended REGEX; one that\n"
+          "             matches no tensor is an error (exit 1), not an empty load\n"
           "  --dtype    keep stored dtypes (default); f32 widens f16/bf16 and dequantizes block types;\n"
           "             bf16/f16 narrow float tensors; dequant only dequantizes block types;\n"
           "             f64 widens float tensors and decodes block types to f64 (on the host)\n"
@@ -39,7 +41,9 @@ static void usage(FILE *f) {
           "  --list     print every loaded tensor (name, dtype, shape, bytes)\n"
           "  --bench    also measure page-cache read() into new memory (all threads), memcpy and\n"
           "             (GPU) pinned host-to-device bandwidth in this run, and print the load's\n"
-          "             ratio to each\n");
+          "             ratio to each\n"
+          "  --threads N  CPU threads for decoding and copies (default: the cores)\n"
+          "The summary line names the device the tensors went to (auto's choice included).\n");
 }
 
 static int parse_size(const char *s, size_t *out) {
@@ -99,7 +103,7 @@ static int bench_read(const fg_model *m, double *gbs) {
 /* ---- the command ------------------------------------------------------------------------- */
 
 typedef struct args {
-  const char *path, *device, *only, *dtype, *ring;
+  const char *path, *device, *only, *dtype, *ring, *threads;
   uint32_t ring_count;
   size_t ring_bytes;
   bool bench, list, lazy, keep_quant;
@@ -168,12 +172,14 @@ int fg_cmd_load(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   const fg_cli_opt opts[] = {{"--device", &a.device, NULL}, {"--only", &a.only, NULL},  {"--dtype", &a.dtype, NULL},
                              {"--ring", &a.ring, NULL},     {"--bench", NULL, &a.bench}, {"--list", NULL, &a.list},
-                             {"--lazy", NULL, &a.lazy},     {"--keep-quant", NULL, &a.keep_quant}};
+                             {"--lazy", NULL, &a.lazy},     {"--keep-quant", NULL, &a.keep_quant},
+                             {"--threads", &a.threads, NULL}};
   static const char *const pos_names[] = {"PATH"};
   const fg_cli_spec spec = {"load", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &a.path, 1, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (a.ring && (rc = parse_ring(&spec, &a)) != FG_CLI_GO) return rc;
+  if ((rc = fg_cli_threads(&spec, a.threads, NULL)) != FG_CLI_GO) return rc;
   fg_load_options o;
   fg_load_options_init(&o);
   if (a.dtype && fg_load_dtype_from_name(a.dtype, &o.dtype) != FG_OK)
@@ -225,6 +231,12 @@ int fg_cmd_load(int argc, char **argv) {
   if (load_once(&a, dev, &o, &m, false) != FG_OK) {
     if (fg_cli_signal_caught()) rc = fg_cli_interrupted("load", a.path);
     else fg_cli_report("load", a.path);
+    goto out;
+  }
+  if (a.only && fg_model_stats(m)->tensors == 0) {
+    /* a filter that selects nothing is a mistake, not an empty success */
+    fg_cli_fail("load", a.path, "--only '%s' matches none of its %zu tensors", a.only,
+                fg_model_stats(m)->tensors_skipped);
     goto out;
   }
   printf("source: ");

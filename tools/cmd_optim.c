@@ -1,12 +1,9 @@
 /* forgia optim: replays a recorded trajectory: parameters from a safetensors file, the
  * gradient of step j named "<tensor>@<K+j-1>" in another, N steps of a configured optimizer
  * (or set, with clipping and a schedule), the parameters written back in their own dtype. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "forgia/forgia.h"
 #include "forgia/lr_schedule.h"
@@ -15,13 +12,15 @@
 #include "util_file.h"
 #include "util_optim_config.h"
 #include "util_report.h"
+#include "util_output.h"
 #include "util_signal.h"
+#include "util_threads.h"
 
 const char fg_cmd_optim_summary[] = "replay optimizer steps from recorded gradients (safetensors in, out)";
 
 static const char synopsis[] =
     "forgia optim --config CONFIG.json --params P.safetensors --grads G.safetensors --steps N --out OUT.safetensors "
-    "[--first-grad K] [--state-in FILE] [--state-out FILE] [--device D]";
+    "[--first-grad K] [--state-in FILE] [--state-out FILE] [--device D] [--threads N]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -32,7 +31,12 @@ static void usage(FILE *f) {
           "and under their names in P, to OUT (atomically). --state-in loads an optimizer's (or\n"
           "set's) saved state before the first step; --state-out writes the exact bytes its save-state\n"
           "writes after the last (atomically), so N steps equal N/2 with --state-out, then N/2 with\n"
-          "--state-in, OUT as P and --first-grad N/2+1.\n\n"
+          "--state-in, OUT as P and --first-grad N/2+1.\n"
+          "Every recorded step must give at least one parameter its gradient, and every tensor of G\n"
+          "must be named <tensor of P>@<step>: a step without any, or a name that is not a gradient\n"
+          "of P, is an error before any step runs. OUT and --state-out must differ from each other\n"
+          "and from every input (exit 2 before any work). On success one line says what was done.\n"
+          "  --threads N  CPU worker threads (the bits do not depend on it)\n\n"
           "CONFIG.json is one optimizer or a set:\n"
           "  {\"optimizer\": \"sgd|adam|adamw\", \"lr\": ..., \"weight_decay\": ..., \"momentum\": ...,\n"
           "   \"dampening\": ..., \"nesterov\": true, \"beta1\": ..., \"beta2\": ..., \"eps\": ...,\n"
@@ -82,12 +86,33 @@ static const fg_ckpt_tensor *grad_of(const job *j, const reg *r, uint64_t k) {
   return fg_ckpt_find(j->g, name);
 }
 
-/* Everything G supplies is checked before the first step, so a bad file changes nothing. */
+/* Whether name is "<a tensor of P>@<digits>". */
+static bool names_a_gradient(const job *j, const char *name) {
+  const char *at = strrchr(name, '@');
+  if (!at || !at[1] || strspn(at + 1, "0123456789") != strlen(at + 1)) return false;
+  return fg_ckpt_find_n(j->p, name, (size_t)(at - name)) != NULL;
+}
+
+/* Everything G supplies is checked before the first step, so a bad file changes nothing:
+ * every tensor of G is some parameter's gradient (a typo would otherwise be skipped in
+ * silence), and every step gives at least one registered parameter its gradient. */
 static fg_status check_grads(const job *j) {
-  for (uint64_t s = 0; s < j->steps; s++)
+  for (size_t i = 0; i < fg_ckpt_count(j->g); i++) {
+    const char *name = fg_ckpt_tensor_at(j->g, i)->name;
+    if (names_a_gradient(j, name)) continue;
+    /* the likely slip, a parameter's own name, gets its spelling as a gradient */
+    const char *example = fg_ckpt_find(j->p, name) ? name : j->nregs ? j->regs[0].src->name : NULL;
+    return fg_fail(FG_ERR_NOT_FOUND, "%s: tensor '%s' is not the gradient of a tensor of %s (expected <tensor>@<step>%s%s%s)",
+                   fg_ckpt_path(j->g), name, fg_ckpt_path(j->p), example ? ", e.g. '" : "", example ? example : "",
+                   example ? "@1'" : "");
+  }
+  uint64_t empty = UINT64_MAX; /* the first step without any gradient (reported after the sizes) */
+  for (uint64_t s = 0; s < j->steps; s++) {
+    size_t found = 0;
     for (size_t i = 0; i < j->nregs; i++) {
       const fg_ckpt_tensor *g = grad_of(j, &j->regs[i], j->first + s);
       if (!g) continue;
+      found++;
       if (g->dtype != FG_F32)
         return fg_fail(FG_ERR_TYPE, "%s: gradient '%s' is %s, expected f32", fg_ckpt_path(j->g), g->name,
                        fg_dtype_name(g->dtype));
@@ -95,6 +120,12 @@ static fg_status check_grads(const job *j) {
         return fg_fail(FG_ERR_BAD_SHAPE, "%s: gradient '%s' has %llu elements, its parameter %llu", fg_ckpt_path(j->g),
                        g->name, (unsigned long long)g->numel, (unsigned long long)j->regs[i].t->numel);
     }
+    if (!found && j->nregs && empty == UINT64_MAX) empty = s;
+  }
+  if (empty != UINT64_MAX)
+    return fg_fail(FG_ERR_NOT_FOUND, "%s: no gradient for step %llu of --steps %llu (no '%s@%llu', nor any other "
+                   "registered parameter's)", fg_ckpt_path(j->g), (unsigned long long)(empty + 1),
+                   (unsigned long long)j->steps, j->regs[0].src->name, (unsigned long long)(j->first + empty));
   return FG_OK;
 }
 
@@ -150,35 +181,11 @@ static fg_status load_state(job *j) {
   return s ? fg_fail_prefix(s, "%s: ", j->state_in) : FG_OK;
 }
 
-/* Temporary file beside path, flushed to disk, then renamed over path: a reader sees the old
- * file or the whole new one. */
-static fg_status write_atomic(const char *path, const uint8_t *data, size_t len) {
-  const size_t pl = strlen(path);
-  char *tmp = malloc(pl + 32);
-  if (!tmp) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
-  snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-  fg_status s = FG_OK;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) s = fg_fail(FG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-  for (size_t off = 0; s == FG_OK && off < len;) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) s = fg_fail(FG_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    else off += (size_t)w;
-  }
-  if (s == FG_OK && fsync(fd)) s = fg_fail(FG_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-  if (fd >= 0 && close(fd) && s == FG_OK) s = fg_fail(FG_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-  if (s == FG_OK && rename(tmp, path)) s = fg_fail(FG_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
-  if (s && fd >= 0) unlink(tmp);
-  free(tmp);
-  return s;
-}
-
 static fg_status save_state(job *j) {
   uint8_t *b = NULL;
   size_t n = 0;
   fg_status s = j->cfg.is_set ? fg_optimset_save_state(j->set, &b, &n) : fg_optim_save_state(j->opt[0], &b, &n);
-  if (s == FG_OK) s = write_atomic(j->state_out, b, n);
+  if (s == FG_OK) s = fg_output_write(j->state_out, b, n);
   free(b);
   return s;
 }
@@ -244,16 +251,24 @@ static void job_free(job *j) {
 
 int fg_cmd_optim(int argc, char **argv) {
   const char *config = NULL, *params = NULL, *grads = NULL, *steps = NULL, *out = NULL, *first = NULL,
-             *device = NULL, *state_in = NULL, *state_out = NULL;
+             *device = NULL, *state_in = NULL, *state_out = NULL, *threads = NULL;
   const fg_cli_opt opts[] = {{"--config", &config, NULL}, {"--params", &params, NULL},    {"--grads", &grads, NULL},
                              {"--steps", &steps, NULL},   {"--out", &out, NULL},          {"--first-grad", &first, NULL},
                              {"--device", &device, NULL}, {"--state-in", &state_in, NULL},
-                             {"--state-out", &state_out, NULL}};
+                             {"--state-out", &state_out, NULL}, {"--threads", &threads, NULL}};
   const fg_cli_spec spec = {"optim", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
   const char *missing = !config ? "--config" : !params ? "--params" : !grads ? "--grads" : !steps ? "--steps" : !out ? "--out" : NULL;
   if (missing) return fg_cli_usage_error(&spec, missing, "missing");
+  if ((prc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return prc;
+  /* where the results go is checked before anything is read: no output may be an input */
+  const char *inputs[] = {config, params, grads, state_in};
+  const size_t n_in = sizeof inputs / sizeof inputs[0];
+  if ((prc = fg_cli_output_check("optim", out, inputs, n_in)) != 0) return prc;
+  if (state_out && ((prc = fg_cli_output_check("optim", state_out, inputs, n_in)) != 0 ||
+                    (prc = fg_cli_outputs_differ("optim", "--out", out, "--state-out", state_out)) != 0))
+    return prc;
   job j;
   memset(&j, 0, sizeof j);
   j.out = out;
@@ -299,9 +314,19 @@ int fg_cmd_optim(int argc, char **argv) {
   } else {
     if (s == FG_OK) s = write_out(&j);
     if (s == FG_OK && state_out) s = save_state(&j);
-    if (s) {
+    if (s && fg_cli_signal_caught()) {
+      rc = fg_cli_interrupted("optim", out); /* the write was cancelled: nothing replaced */
+    } else if (s) {
       fg_cli_report("optim", NULL);
       rc = 1;
+    } else {
+      char range[64] = "";
+      if (j.steps)
+        snprintf(range, sizeof range, " (gradients @%llu..@%llu)", (unsigned long long)j.first,
+                 (unsigned long long)(j.first + j.steps - 1));
+      printf("optim: %llu step%s%s over %zu tensor%s on %s: wrote %s%s%s\n", (unsigned long long)j.steps,
+             j.steps == 1 ? "" : "s", range, j.nregs, j.nregs == 1 ? "" : "s", fg_device_spec(j.dev), out,
+             state_out ? " and the state to " : "", state_out ? state_out : "");
     }
   }
   job_free(&j);

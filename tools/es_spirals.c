@@ -16,6 +16,7 @@
 #include "forgia/registry.h"
 #include "forgia/rng.h"
 #include "train_spirals_net.h"
+#include "util_signal.h"
 
 #define H ES_SPIRALS_HIDDEN
 #define N SPIRALS_POINTS
@@ -257,23 +258,28 @@ typedef struct gather {
 /* One iteration: this rank's members over the workers, the rewards gathered in member order
  * (every rank's status first, so that a failure on one rank stops all of them instead of
  * leaving the others waiting in the gather), then the update every rank applies alike. */
-static fg_status iterate(shared *sh, gather *g, float *rewards) {
+static fg_status iterate(shared *sh, gather *g, float *rewards, bool *stop) {
   const uint64_t pop = fg_es_config_of(sh->es)->population;
   fg_status s = fg_es_evaluate_members(sh->es, eval_member, sh, rewards, (size_t)pop, sh->nworkers);
+  *stop = false;
   if (g->ranks > 1) {
-    const float mine = (float)s;
+    /* a status, or -1 for a signal pending on that rank: all stop after the same update */
+    const float mine = s ? (float)s : fg_cli_signal_caught() ? -1.0f : 0.0f;
     fg_status c = fg_comm_allgather_f32(g->comm, &mine, g->ones, g->all);
     if (c) return c;
-    for (int r = 0; r < g->ranks; r++)
-      if (g->all[r] != 0.0f && !s)
-        return fg_fail(FG_ERR_STATE, "es spirals: rank %d failed to evaluate its members", r);
+    for (int r = 0; r < g->ranks; r++) {
+      if (g->all[r] > 0.0f && !s) return fg_fail(FG_ERR_STATE, "es spirals: rank %d failed to evaluate its members", r);
+      if (g->all[r] < 0.0f) *stop = true;
+    }
     if (s) return s;
     c = fg_comm_allgather_f32(g->comm, rewards + sh->first, g->counts, g->all);
     if (c) return c;
     memcpy(rewards, g->all, (size_t)pop * sizeof *rewards);
   }
   if (s) return s;
-  return fg_es_update(sh->es, rewards, (size_t)pop, NULL);
+  s = fg_es_update(sh->es, rewards, (size_t)pop, NULL);
+  if (g->ranks <= 1) *stop = fg_cli_signal_caught() != 0;
+  return s;
 }
 
 static fg_es_config es_config(const es_spirals_opts *o, uint64_t seed) {
@@ -449,10 +455,17 @@ static fg_status run(fg_device *dev, fg_comm *comm, const es_spirals_opts *o, es
   const double t0 = now_s();
   const uint64_t it0 = it;
   while (!s && it < o->iterations) {
-    s = iterate(&sh, &g, rewards);
+    bool stop;
+    s = iterate(&sh, &g, rewards, &stop);
     if (s) break;
     it++;
-    if (talk && (it % every == 0 || it == o->iterations)) {
+    if (stop) {
+      r->interrupted = true;
+      break;
+    }
+    if (o->save_dir && o->save_every && it % o->save_every == 0 && it != o->iterations && rank == 0)
+      s = save(o->save_dir, &sh, &m, reg);
+    if (!s && talk && (it % every == 0 || it == o->iterations)) {
       s = score(&sh, &m, &ce, &correct);
       if (s) break;
       printf("  iteration %5llu: accuracy %.3f, ce %.4f\n", (unsigned long long)it, correct / (double)N, ce);
@@ -460,6 +473,9 @@ static fg_status run(fg_device *dev, fg_comm *comm, const es_spirals_opts *o, es
     }
   }
   const double secs = now_s() - t0;
+  /* an interrupted run is saved too: the state after a whole iteration is consistent; only
+   * a second signal cancels this save */
+  if (r->interrupted) fg_cli_signals_grace();
   if (!s && o->save_dir && rank == 0) s = save(o->save_dir, &sh, &m, reg);
   if (!s) s = score(&sh, &m, &r->ce, &r->correct);
   if (!s) s = param_hash(&m, o->ternary, &r->param_hash);

@@ -33,6 +33,7 @@ typedef struct es_spirals_opts {
   bool ternary;
   size_t threads;         /* worker threads for the members (0: one per core, shared by ranks) */
   const char *save_dir;   /* NULL: no checkpoint at the end */
+  uint64_t save_every;    /* also save every this many iterations (0: only at the end) */
   const char *resume_dir; /* NULL: from scratch */
   bool quiet;             /* no progress lines */
 } es_spirals_opts;
@@ -42,11 +43,13 @@ typedef struct es_spirals_result {
   double ce;               /* mean cross-entropy after the last update */
   uint32_t correct, total; /* predictions after the last update */
   uint64_t param_hash;     /* FNV-1a 64 of the trained parameters' bytes, in slot order */
+  bool interrupted;        /* SIGINT/SIGTERM (util_signal.h) stopped it after a whole iteration */
 } es_spirals_result;
 
 /* Trains (or resumes) on dev; comm NULL or of one rank: a single process. Progress goes to
- * stdout on rank 0 unless quiet; only rank 0 saves. FG_OK with *r filled, or a status with
- * fg_last_error() set. */
+ * stdout on rank 0 unless quiet; only rank 0 saves. A signal caught by util_signal.h (on any
+ * rank) stops every rank after the same whole iteration, which is then saved like the end
+ * of the run (r->interrupted). FG_OK with *r filled, or a status with fg_last_error() set. */
 fg_status es_spirals_run(fg_device *dev, fg_comm *comm, const es_spirals_opts *o, es_spirals_result *r);
 
 #endif

@@ -15,6 +15,7 @@
 #include "forgia/state_dict.h"
 #include "forgia/trainer_state.h"
 #include "train_spirals_net.h"
+#include "util_signal.h"
 
 #define N_POINTS SPIRALS_POINTS
 #define H SPIRALS_HIDDEN
@@ -335,11 +336,12 @@ static fg_status checkpoint_seed(const char *dir, uint64_t *seed) {
 static fg_status train(fg_device *dev, const spirals_opts *o, spirals_result *r);
 
 /* The whole problem is a few MFLOP a step: on the CPU, forking threads for each GEMM and op
- * costs more than it saves (and much more on a loaded machine), so it runs on one. The bits
+ * costs more than it saves (and much more on a loaded machine), so it runs on one unless
+ * told otherwise (--threads). The bits
  * do not depend on the thread count (exact GEMM, elementwise ops). */
 fg_status spirals_train(fg_device *dev, const spirals_opts *o, spirals_result *r) {
   const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
+  omp_set_num_threads(o->threads ? (int)o->threads : 1);
   fg_status s = train(dev, o, r);
   omp_set_num_threads(threads);
   return s;
@@ -394,9 +396,16 @@ static fg_status train(fg_device *dev, const spirals_opts *o, spirals_result *r)
       printf("  step %5llu: loss %.4f, accuracy %.3f (before the step)\n", (unsigned long long)step, loss,
              correct / (double)N_POINTS);
     if (o->snapshot_dir && step == o->snapshot_step) s = save(o->snapshot_dir, &m, opt, step, seed, c.lr);
+    if (!s && fg_cli_signal_caught()) {
+      r->interrupted = true;
+      break;
+    }
     if (!s && o->save_dir && o->save_every && step % o->save_every == 0 && step != o->steps)
       s = save(o->save_dir, &m, opt, step, seed, c.lr);
   }
+  /* an interrupted run is saved too (the state after a whole step is consistent); only a
+   * second signal cancels this save */
+  if (r->interrupted) fg_cli_signals_grace();
   if (!s && o->save_dir) s = save(o->save_dir, &m, opt, step, seed, c.lr);
   if (!s) s = forward(&w, &m);
   if (!s) {

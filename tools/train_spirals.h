@@ -27,6 +27,7 @@ typedef struct spirals_opts {
   uint64_t snapshot_step;   /* with snapshot_dir: one extra checkpoint after that step */
   const char *snapshot_dir;
   bool quiet;               /* no progress lines */
+  unsigned threads;         /* CPU threads (0: one; see spirals_train) */
 } spirals_opts;
 
 typedef struct spirals_result {
@@ -36,13 +37,16 @@ typedef struct spirals_result {
   uint32_t correct, total;  /* predictions after the last step */
   uint32_t twin_equal;      /* predictions of the inference twin equal to the model's */
   bool twin_bits_equal;     /* and its logits the same bits */
+  bool interrupted;         /* a signal caught by util_signal.h stopped it after a whole step */
 } spirals_result;
 
 /* "sgd", "adam", ... (fg_optim_kind_name's names) to a kind; false when unknown. */
 bool spirals_parse_optim(const char *name, fg_optim_kind *out);
 
-/* Trains (or resumes) on dev, printing progress to stdout unless quiet. FG_OK with *r
- * filled, or a status with fg_last_error() set. */
+/* Trains (or resumes) on dev, printing progress to stdout unless quiet. A signal caught by
+ * util_signal.h stops it after the step in progress, which is then saved and checked like
+ * the end of the run (r->interrupted). FG_OK with *r filled, or a status with
+ * fg_last_error() set. */
 fg_status spirals_train(fg_device *dev, const spirals_opts *o, spirals_result *r);
 
 #endif

@@ -8,15 +8,16 @@
 #include "forgia/cancel.h"
 #include "util_report.h"
 
-static volatile sig_atomic_t caught;
+static volatile sig_atomic_t caught, count, grace;
 
 static void on_signal(int sig) {
   if (!caught) caught = sig;
+  if (count < 1000) count++;
 }
 
 static bool stop_requested(void *user) {
   (void)user;
-  return caught != 0;
+  return count > grace;
 }
 
 void fg_cli_signals_catch(void) {
@@ -33,8 +34,12 @@ void fg_cli_signals_catch(void) {
 
 int fg_cli_signal_caught(void) { return caught; }
 
+void fg_cli_signals_grace(void) { grace = count; }
+
+const char *fg_cli_signal_name(void) { return caught == SIGTERM ? "SIGTERM" : "SIGINT"; }
+
 int fg_cli_interrupted(const char *cmd, const char *what) {
   int sig = caught ? caught : SIGINT;
-  fg_cli_fail(cmd, what, "interrupted by %s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  fg_cli_fail(cmd, what, "interrupted by %s", fg_cli_signal_name());
   return 128 + sig;
 }

@@ -10,6 +10,11 @@
 void fg_cli_signals_catch(void);
 /* The signal received (SIGINT or SIGTERM), or 0. */
 int fg_cli_signal_caught(void);
+/* From now on only a further signal cancels the library's writes: for the final checkpoint
+ * a training command saves after it stopped at a consistent step. */
+void fg_cli_signals_grace(void);
+/* "SIGINT" or "SIGTERM": the signal caught (SIGINT when none). */
+const char *fg_cli_signal_name(void);
 /* Reports "forgia CMD: WHAT: interrupted by SIGxxx" and returns the exit status 128 + signo. */
 int fg_cli_interrupted(const char *cmd, const char *what);
 

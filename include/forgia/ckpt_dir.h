@@ -13,14 +13,18 @@
  *
  * Saving is crash-consistent: everything is checked and the trainer state's text made
  * first (a refused call leaves the directory as it was); then the directory is created
- * (with its parents), trainer_state.json is deleted (and the deletion made durable), the
- * payload files are written, each through the atomic writer (temporary file, fsync,
- * rename, fsync of the directory), and trainer_state.json is written the same way, last.
- * A payload the call does not write (the other weights file, optimizer.fucina when no
- * bytes are given) is removed after the sentinel, so a committed directory holds exactly
- * what its last save wrote. A process killed at any point leaves either the previous
- * committed checkpoint (killed before the deletion) or the new one (after the last
- * rename) or a directory without trainer_state.json, which opening refuses.
+ * (with its parents) and the payload files are written whole under staged names
+ * (".model.safetensors.next", ".optimizer.fucina.next"), each through the atomic writer
+ * (temporary file, fsync, rename), while the previous checkpoint stays committed: a full
+ * disk, an I/O error or a cancellation up to here leaves it as it was. Then
+ * trainer_state.json is deleted (and the deletion made durable), the staged files are
+ * renamed into place, a payload the call does not write (the other weights file,
+ * optimizer.fucina when no bytes are given) is removed, so a committed directory holds
+ * exactly what its last save wrote, and trainer_state.json is written the same way, last.
+ * A process killed at any point leaves either the previous committed checkpoint (killed
+ * before the deletion) or the new one (after the last rename) or a directory without
+ * trainer_state.json, which opening refuses; a staged file a killed save left is replaced
+ * by the next save.
  *
  * Thread safety: no shared state; an opened directory is immutable and may be read from
  * many threads. Two saves into one directory at once are not supported. */

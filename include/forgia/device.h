@@ -61,7 +61,8 @@ FG_API int fg_cuda_device_count(void);
 /* True when this build contains the CUDA backend. */
 FG_API bool fg_build_has_cuda(void);
 
-/* Opens "cpu", "cuda", "cuda:N" or "auto". A CUDA spec on a machine without a driver or a
+/* Opens "cpu", "cuda", "cuda:N" or "auto" (FORGIA_DEVICE when set, else cuda:0 when a GPU
+ * is usable, else cpu; fg_device_spec says which, nothing is printed). A CUDA spec on a machine without a driver or a
  * device (or in a CPU-only build) is FG_ERR_NO_DEVICE; a CUDA runtime that is present but
  * fails is FG_ERR_DEVICE, naming the failing call. */
 FG_API fg_status fg_device_open(const char *spec, fg_device **out);

@@ -31,6 +31,7 @@
 #include "forgia/api.h"
 #include "forgia/status.h"
 #include "forgia/cancel.h"
+#include "forgia/output.h"
 #include "forgia/version.h"
 #include "forgia/dtype.h"
 #include "forgia/mapping.h"

@@ -24,7 +24,7 @@ import struct
 
 import gen
 
-COMMANDS = {"inspect", "load", "cat", "export", "devices", "demo", "help"}
+COMMANDS = {"inspect", "load", "cat", "export", "devices", "demo", "help", "optim", "es", "train"}
 REFUSED = (1, 2)  # a bad output path: bad usage or a bad file, the CLI's choice
 MiB = 1 << 20
 
@@ -758,9 +758,135 @@ def signals():
     return out
 
 
+# ---- every other command that writes: optim, es replay, train and es --save ------------------
+
+def optim_inputs(d):
+    gen.write(P(d, "c.json"), b'{"optimizer": "adamw", "lr": 0.01}')
+    gen.write_st(P(d, "p.safetensors"), [("w", "F32", [2, 3], gen.pattern_f32(6, 1)),
+                                         ("b", "F32", [3], gen.pattern_f32(3, 2))])
+    gen.write_st(P(d, "g.safetensors"), [("w@1", "F32", [2, 3], gen.pattern_f32(6, 3)),
+                                         ("b@1", "F32", [3], gen.pattern_f32(3, 4)),
+                                         ("w@2", "F32", [2, 3], gen.pattern_f32(6, 5)),
+                                         ("b@2", "F32", [3], gen.pattern_f32(3, 6))])
+    gen.write(P(d, "r.json"), b"[[1, -1], [0.5, 0.25]]")
+    gen.write(P(d, "es.json"), b'{"population": 2, "antithetic": true, "params": ["w"]}')
+    return {"cfg": P(d, "c.json"), "p": P(d, "p.safetensors"), "g": P(d, "g.safetensors"), "r": P(d, "r.json"),
+            "es": P(d, "es.json"), "o": P(d, "o.safetensors")}
+
+
+def is_st(template):
+    def check(ctx, r):
+        p = template.format(**ctx)
+        try:
+            with open(p, "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                json.loads(f.read(n))
+        except (OSError, ValueError, struct.error) as e:
+            return "%s is not a safetensors file: %s" % (p, e)
+        return None
+    return check
+
+
+def committed_at(template, step):
+    def check(ctx, r):
+        p = template.format(**ctx)
+        try:
+            with open(os.path.join(p, "trainer_state.json")) as f:
+                got = json.load(f)["step"]
+        except (OSError, ValueError, KeyError) as e:
+            return "%s is not a committed checkpoint: %s" % (p, e)
+        return None if got == step else "%s is committed at step %s, expected %s" % (p, got, step)
+    return check
+
+
+def writers():
+    out = []
+    OPT = ["optim", "--config", "{cfg}", "--params", "{p}", "--grads", "{g}", "--steps", "2"]
+    REP = ["es", "replay", "--config", "{es}", "--params", "{p}", "--rewards", "{r}"]
+    for label, argv, target in (
+            ("optim-out-onto-grads", OPT + ["--out", "{g}"], "{g}"),
+            ("optim-out-onto-params", OPT + ["--out", "{p}"], "{p}"),
+            ("optim-state-out-onto-grads", OPT + ["--out", "{o}", "--state-out", "{g}"], "{g}"),
+            ("optim-state-out-onto-config", OPT + ["--out", "{o}", "--state-out", "{cfg}"], "{cfg}"),
+            ("es-replay-out-onto-rewards", REP + ["--out", "{r}"], "{r}"),
+            ("es-replay-out-onto-params", REP + ["--out", "{p}"], "{p}"),
+            ("es-replay-out-onto-config", REP + ["--out", "{es}"], "{es}")):
+        out.append(case(label, "writers", argv, 2, target, setup=optim_inputs,
+                        unchanged=["{cfg}", "{p}", "{g}", "{r}", "{es}"], post=[absent("{o}")]))
+    out.append(case("optim-out-equals-state-out", "writers", OPT + ["--out", "{o}", "--state-out", "{o}"], 2,
+                    r"--state-out", setup=optim_inputs, post=[absent("{o}")]))
+
+    def with_link(d):
+        ctx = optim_inputs(d)
+        os.symlink(ctx["p"], P(d, "link.safetensors"))
+        os.symlink("/dev/null", P(d, "null.safetensors"))
+        os.mkfifo(P(d, "pipe.safetensors"))
+        return dict(ctx, link=P(d, "link.safetensors"), null=P(d, "null.safetensors"), pipe=P(d, "pipe.safetensors"))
+    for cmd, argv in (("optim", OPT), ("es-replay", REP)):
+        out.append(case(cmd + "-out-symlink-to-input", "writers", argv + ["--out", "{link}"], 2, r"{link}|{p}",
+                        setup=with_link, unchanged=["{p}", "{link}"]))
+        out.append(case(cmd + "-out-symlink-to-devnull", "writers", argv + ["--out", "{null}"], 2, r"{null}|/dev/null",
+                        setup=with_link, unchanged=["{null}", "/dev/null"], post=[kind("/dev/null", "chr")]))
+        out.append(case(cmd + "-out-fifo", "writers", argv + ["--out", "{pipe}"], 2,
+                        r"{pipe}.*(?i:fifo|not a regular file)", setup=with_link, unchanged=["{pipe}"],
+                        post=[kind("{pipe}", "fifo")]))
+        out.append(case(cmd + "-out-directory", "writers", argv + ["--out", "{d}"], 2, r"{d}", setup=optim_inputs))
+        out.append(case(cmd + "-out-inside-missing-dir", "writers", argv + ["--out", "{d}/no/o.safetensors"], 1,
+                        r"{d}/no", setup=optim_inputs))
+
+    def old_output(d):
+        ctx = optim_inputs(d)
+        gen.write(ctx["o"], b"previous contents")
+        return ctx
+    for cmd, argv in (("optim", OPT + ["--out", "{o}"]), ("es-replay", REP + ["--out", "{o}"])):
+        # a disk that fills up mid-write: one line, the old output as it was, no temporary file
+        out.append(case(cmd + "-full-disk", "writers", argv, 1, r"(?i:no space)", setup=old_output,
+                        inject=("write:.fgtmp.", "enospc"), unchanged=["{o}", "{p}"]))
+        out.append(case(cmd + "-sigterm-mid-write", "writers", argv, 143, None, setup=old_output,
+                        inject=("write:.fgtmp.", "signal:15"), unchanged=["{o}", "{p}"]))
+        out.append(Case(cmd + "-sigkill-leftover-cleaned", "writers", [
+            Step(argv, -9, one_line=False, inject=("write:.fgtmp.", "signal:9"), post=[absent("{o}")]),
+            Step(argv, 0, post=[is_st("{o}")]),
+        ], setup=optim_inputs))
+    out.append(case("optim-state-out-full-disk", "writers", OPT + ["--out", "{d}/x.safetensors", "--state-out", "{o}"],
+                    1, r"(?i:no space)", setup=old_output, inject=("write:.fgtmp.:2", "enospc"), unchanged=["{o}"]))
+
+    # checkpoint directories: train and es --save
+    TRAIN = ["train", "spirals", "--threads", "1"]
+    ES = ["es", "spirals", "--threads", "1", "--target", "0"]
+    for cmd, run, n in (("train", TRAIN, "--steps"), ("es", ES, "--iterations")):
+        first = Step(run + [n, "6", "--save", "{d}/ck"], 0, timeout=60, post=[committed_at("{d}/ck", 6)])
+        out.append(Case(cmd + "-save-over-committed", "writers", [
+            first, Step(run + [n, "3", "--save", "{d}/ck"], 2, r"{d}/ck.*--force", post=[committed_at("{d}/ck", 6)]),
+            Step(run + [n, "3", "--save", "{d}/ck", "--force"], 0, timeout=60, post=[committed_at("{d}/ck", 3)]),
+            Step(run + [n, "5", "--resume", "{d}/ck", "--save", "{d}/ck"], 0, timeout=60,
+                 post=[committed_at("{d}/ck", 5)])]))
+        out.append(Case(cmd + "-save-inside-resumed", "writers", [
+            first, Step(run + [n, "8", "--resume", "{d}/ck", "--save", "{d}/ck/sub"], 2, r"{d}/ck",
+                        post=[absent("{d}/ck/sub")])]))
+        out.append(case(cmd + "-save-onto-file", "writers", run + ["--save", "{f}"], 2, r"{f}", setup=notes,
+                        unchanged=["{f}"]))
+        out.append(case(cmd + "-save-devnull", "writers", run + ["--save", "/dev/null"], 2, r"/dev/null",
+                        unchanged=["/dev/null"], post=[kind("/dev/null", "chr")]))
+        # a full disk or a kill while saving over a checkpoint: the previous one stays committed
+        out.append(Case(cmd + "-save-full-disk-keeps-checkpoint", "writers", [
+            first, Step(run + [n, "9", "--resume", "{d}/ck", "--save", "{d}/ck"], 1, r"(?i:no space)", timeout=60,
+                        inject=("write:.fgtmp.", "enospc"), post=[committed_at("{d}/ck", 6)])]))
+        out.append(Case(cmd + "-save-sigkill-keeps-checkpoint", "writers", [
+            first, Step(run + [n, "9", "--resume", "{d}/ck", "--save", "{d}/ck"], -9, one_line=False, timeout=60,
+                        inject=("write:.fgtmp.", "signal:9"), post=[committed_at("{d}/ck", 6)]),
+            Step(run + [n, "9", "--resume", "{d}/ck", "--save", "{d}/ck"], 0, timeout=60,
+                 post=[committed_at("{d}/ck", 9)])]))
+        # SIGINT while the final checkpoint is written: that save is cancelled, the old one stays
+        out.append(Case(cmd + "-sigint-mid-save", "writers", [
+            first, Step(run + [n, "9", "--resume", "{d}/ck", "--save", "{d}/ck"], 130, None, timeout=60,
+                        inject=("write:.fgtmp.", "signal:2"), post=[committed_at("{d}/ck", 6)])]))
+    return out
+
+
 def all_cases():
     cases = (hostile_headers() + changing_inputs() + special_files() + splits() + outputs() +
-             names_and_metadata() + quantization() + cli_usage() + signals())
+             names_and_metadata() + quantization() + cli_usage() + signals() + writers())
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     return cases

@@ -11,7 +11,9 @@
  *   a third field ":N" waits for the Nth such event (default 1); then
  *   FG_ADV_DO=signal:N        sends signal N to the process, or
  *   FG_ADV_DO=truncate:SIZE:PATH   truncates PATH to SIZE bytes, or
- *   FG_ADV_DO=copy:SRC:PATH   rewrites PATH in place (O_TRUNC, same inode) with SRC's bytes.
+ *   FG_ADV_DO=copy:SRC:PATH   rewrites PATH in place (O_TRUNC, same inode) with SRC's bytes, or
+ *   FG_ADV_DO=enospc          fails that write, and every later one to a matching file, with
+ *                             ENOSPC (a disk that fills up mid-write; write events only).
  *   FG_ADV_FIRED=PATH         is created when it fires, so that the runner can tell a case
  *                             whose injection point was never reached from one that passed.
  *
@@ -19,6 +21,7 @@
  * instrumented (see tests/adversarial.cmake): it runs inside ASan builds too. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -114,9 +117,33 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   return mmap_common("mmap64", addr, len, prot, flags, fd, off);
 }
 
+static atomic_int full;
+
+static int disk_fills(void) {
+  const char *what = getenv("FG_ADV_DO");
+  return what && strcmp(what, "enospc") == 0;
+}
+
+/* "write:SUBSTR": the part of FG_ADV_ON that names the files a full disk refuses. */
+static int full_for(int fd) {
+  const char *on = getenv("FG_ADV_ON");
+  if (!on || strncmp(on, "write:", 6) != 0) return 0;
+  char sub[1024];
+  snprintf(sub, sizeof sub, "%s", on + 6);
+  char *colon = strrchr(sub, ':');
+  if (colon && colon[1] >= '0' && colon[1] <= '9') *colon = '\0';
+  return fd_matches(fd, sub);
+}
+
 ssize_t write(int fd, const void *buf, size_t n) {
   static write_fn real;
   if (!real) real = (write_fn)dlsym(RTLD_NEXT, "write");
+  if (disk_fills()) {
+    if (!(atomic_load(&full) ? full_for(fd) : trigger("write", fd))) return real(fd, buf, n);
+    if (!atomic_exchange(&full, 1)) act();
+    errno = ENOSPC;
+    return -1;
+  }
   ssize_t r = real(fd, buf, n);
   if (r > 0 && trigger("write", fd)) act();
   return r;
