@@ -31,7 +31,7 @@ static const struct {
   const char *arch;
   fg_chat_family family;
 } by_arch[] = {
-    {"gemma2", FG_CHAT_GEMMA2}, {"gemma3", FG_CHAT_GEMMA3},     {"qwen3", FG_CHAT_QWEN3},
+    {"gemma2", FG_CHAT_GEMMA2}, {"gemma3", FG_CHAT_GEMMA3},    {"qwen3", FG_CHAT_QWEN3},
     {"qwen35", FG_CHAT_QWEN35}, {"qwen35moe", FG_CHAT_QWEN35}, {"gemma3_text", FG_CHAT_GEMMA3},
 };
 
