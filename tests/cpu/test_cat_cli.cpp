@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,16 @@ TEST(CatCli, TheEmptyNameIsATensorName) {
   ASSERT_EQ(fgt::run(cli("cat " + st + " b"), &out, &err), 0) << err;
   EXPECT_EQ(out, "xyz");
 
+  // The same through a sharded Hugging Face folder, whose index maps "" to its shard.
+  const std::string hf = d.file("hf");
+  ASSERT_EQ(mkdir(hf.c_str(), 0755), 0);
+  write_st(hf + "/model-00001-of-00001.safetensors", kHeader, kData);
+  const char index[] = R"({"metadata":{},"weight_map":{"":"model-00001-of-00001.safetensors",)"
+                       R"("b":"model-00001-of-00001.safetensors"}})";
+  fgt::write_file(hf + "/model.safetensors.index.json", index, sizeof index - 1);
+  ASSERT_EQ(fgt::run(cli("cat " + hf + " ''"), &out, &err), 0) << err;
+  EXPECT_EQ(out, want);
+
   // An empty PATH, an empty --as and a third (empty) positional stay bad usage: exit 2, one line.
   for (const std::string &args : {std::string("cat '' b"), "cat " + st + " --as '' b", "cat " + st + " b ''"}) {
     EXPECT_EQ(fgt::run(cli(args), &out, &err), 2) << args;
@@ -80,6 +91,14 @@ TEST(CatCli, TheEmptyNameIsATensorName) {
   EXPECT_EQ(count_lines(err), 1) << err;
   EXPECT_EQ(out, "");
   EXPECT_EQ(fgt::read_file(dup), before);
+}
+
+// Whether this machine gives out pseudo-terminals at all (a sandbox may have no /dev/ptmx).
+bool have_pty() {
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0) return false;
+  close(m);
+  return true;
 }
 
 // Runs forgia with stdout on a pseudo-terminal; returns the exit status, the stderr text and
@@ -125,6 +144,7 @@ int run_on_tty(const std::vector<std::string> &args, std::string *err, std::stri
 }
 
 TEST(CatCli, RefusesToWriteBinaryToATerminal) {
+  if (!have_pty()) GTEST_SKIP() << "no pseudo-terminal to be had here (posix_openpt failed)";
   fgt::TempDir d;
   const std::string st = d.file("e.safetensors");
   write_st(st, kHeader, kData);
