@@ -114,6 +114,7 @@ typedef struct chat_pick {
   fg_chat_family family;
   char *tmpl;
   size_t tlen;
+  char *arch; /* chosen by this architecture: said in a note once the prompt is rendered */
 } chat_pick;
 
 /* --template NAME is first a built-in renderer's name, then the file's template of that name;
@@ -142,21 +143,17 @@ static int pick_renderer(const char *path, const char *name, chat_pick *p) {
                 why, fg_last_error(), builtin_names);
     return 1;
   }
-  int rc = 0;
   if (fg_chat_family_for_arch(arch, &p->family) != FG_OK) {
     fg_cli_fail("tokenize", path,
                 "carries no chat template, and its architecture %s has no built-in renderer of its own: name one with "
                 "--template (%s)",
                 arch, builtin_names);
-    rc = 1;
-  } else {
-    p->builtin = true;
-    fg_cli_fail("tokenize", "note",
-                "%s carries no chat template; rendering with the built-in %s renderer, its architecture's (%s)", path,
-                fg_chat_family_name(p->family), arch);
+    fg_chat_free(arch);
+    return 1;
   }
-  fg_chat_free(arch);
-  return rc;
+  p->builtin = true;
+  p->arch = arch;
+  return 0;
 }
 
 static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
@@ -179,9 +176,15 @@ static int chat(const fg_tokenizer *t, const char *path, const char *file, const
   fwrite(prompt, 1, plen, stdout);
   putchar('\n');
   if ((rc = print_ids(t, prompt, plen, false)) != 0) fg_cli_report("tokenize", path);
+  /* a note, not an error: only a run that succeeds says it, so stderr stays one line either way */
+  if (!rc && p.arch)
+    fg_cli_fail("tokenize", "note",
+                "%s carries no chat template; rendering with the built-in %s renderer, its architecture's (%s)", path,
+                fg_chat_family_name(p.family), p.arch);
 done:
   fg_chat_free(prompt);
   fg_chat_free(p.tmpl);
+  fg_chat_free(p.arch);
   fg_tokenizer_free_text(bos);
   free(msgs);
   cJSON_Delete(root);

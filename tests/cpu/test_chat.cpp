@@ -375,6 +375,12 @@ TEST(ChatCli, NoTemplateFallsBackToTheArchitecturesRenderer) {
                         0),
               0u)
         << err;
+    // Bad messages with the fallback: the error alone, one line, no note.
+    fgt::write_file(d.file("bad.json"), "[{\"role\": \"user\"}]", 18);
+    EXPECT_EQ(tokenize_chat(bare, "--chat " + d.file("bad.json"), &err, &rc), "");
+    EXPECT_EQ(rc, 1);
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_EQ(err.find("note"), std::string::npos) << err;
     // --template names the renderer outright: no note.
     EXPECT_EQ(tokenize_chat(bare, m + " --template " + fam, &err, &rc), want);
     EXPECT_EQ(err, "");
