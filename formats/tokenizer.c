@@ -222,8 +222,9 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   t->off = malloc((t->n + 1) * sizeof *t->off);
   t->type = malloc(t->n * sizeof *t->type);
   t->is_added = calloc(t->n, sizeof *t->is_added);
+  t->is_special = calloc(t->n, sizeof *t->is_special);
   if (v->model == FG_TOK_SPM) t->scores = malloc(t->n * sizeof *t->scores);
-  if (!t->blob || !t->off || !t->type || !t->is_added || (v->model == FG_TOK_SPM && !t->scores))
+  if (!t->blob || !t->off || !t->type || !t->is_added || !t->is_special || (v->model == FG_TOK_SPM && !t->scores))
     return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for %zu tokens", t->n);
   size_t o = 0;
   for (size_t i = 0; i < t->n; i++) {
@@ -247,6 +248,7 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
       ty = FG_TOK_TYPE_BYTE;
     t->type[i] = ty;
     if (ty == FG_TOK_TYPE_CONTROL || ty == FG_TOK_TYPE_USER_DEFINED) t->is_added[i] = true;
+    t->is_special[i] = v->special ? v->special[i] : ty == FG_TOK_TYPE_CONTROL || ty == FG_TOK_TYPE_UNKNOWN;
     if (v->model == FG_TOK_SPM) {
       t->scores[i] = v->scores[i];
       if (ty == FG_TOK_TYPE_BYTE) {
@@ -306,6 +308,7 @@ void fg_tokenizer_close(fg_tokenizer *t) {
   free(t->type);
   free(t->scores);
   free(t->is_added);
+  free(t->is_special);
   free(t->merges);
   free(t->added_sorted);
   free(t);
@@ -442,6 +445,10 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
 
 void fg_tokenizer_free_ids(int32_t *ids) { free(ids); }
 void fg_tokenizer_free_text(char *text) { free(text); }
+
+bool fg_tokenizer_is_special(const fg_tokenizer *t, int32_t id) {
+  return t && id >= 0 && (size_t)id < t->n && t->is_special[id];
+}
 
 /* The bytes of one token into buf (at most fg_tok_len bytes). first: the token opens the
  * text, where SentencePiece drops its dummy-prefix space. */

@@ -308,7 +308,8 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   size_t n_merges = (size_t)cJSON_GetArraySize(merges);
   hf_build b = {path, calloc(n, sizeof(char *)), malloc((n_added + 1) * sizeof(int32_t)), 0,
                 calloc(n_merges + 1, sizeof(char *)), malloc((n_merges + 1) * sizeof(char *)), 0};
-  if (!b.tok || !b.added || !b.merge_buf || !b.merges) {
+  bool *special = calloc(n, sizeof *special);
+  if (!b.tok || !b.added || !b.merge_buf || !b.merges || !special) {
     s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
     goto done;
   }
@@ -318,6 +319,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
     const char *c = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
     if ((s = set_token(&b, n, "added token", (long long)id->valuedouble, c))) goto done;
     b.added[b.n_added++] = (int32_t)id->valuedouble;
+    special[(size_t)id->valuedouble] = flag(e, "special", false);
   }
   for (size_t i = 0; i < n; i++)
     if (!b.tok[i]) {
@@ -354,6 +356,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   v.merges = b.merges;
   v.n_added = b.n_added;
   v.added = b.added;
+  v.special = special;
   v.pre = kind;
   v.ignore_merges = flag(model, "ignore_merges", false);
   v.normalize_nfc = nfc;
@@ -381,6 +384,7 @@ static fg_status build_from_json(const char *path, const cJSON *root, const cJSO
   }
   if (s) fg_fail_prefix(s, "%s: ", path);
 done:
+  free(special);
   free(b.tok);
   free(b.added);
   if (b.merge_buf)

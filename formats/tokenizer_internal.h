@@ -44,6 +44,7 @@ struct fg_tokenizer {
   int32_t *type;    /* FG_TOK_TYPE_* */
   float *scores;    /* SPM */
   bool *is_added;   /* matched whole in text, and decoded as its raw text */
+  bool *is_special; /* left out by a decode that skips special tokens */
   fg_name_table tab;
   fg_tok_merge_slot *merges;
   uint64_t merge_cap; /* power of two */

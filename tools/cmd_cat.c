@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "forgia/elem/half.h"
 #include "forgia/forgia.h"
@@ -18,7 +19,10 @@ static void usage(FILE *f) {
           "usage: forgia cat PATH TENSOR [--as f32]\n\n"
           "PATH is a GGUF file (or part 1 of a split), a safetensors file or a Hugging Face folder.\n"
           "Without --as the tensor's stored bytes are written unchanged; --as f32 decodes\n"
-          "f32, f16, bf16 and f64 tensors, and ggml block types, to little-endian f32.\n");
+          "f32, f16, bf16 and f64 tensors, and ggml block types, to little-endian f32.\n"
+          "TENSOR is any name the file holds, \"\" included (safetensors allows an empty name).\n"
+          "The output is binary either way, so stdout must not be a terminal: redirect it to a\n"
+          "file or a pipe.\n");
 }
 
 /* The tensor as cat sees it, whichever container holds it. */
@@ -166,14 +170,53 @@ static fg_status find(const fg_ckpt *c, const char *name, cat_tensor *out) {
   return FG_OK;
 }
 
+/* The argument parser refuses an empty positional (a typo everywhere else), but "" is a valid
+ * safetensors tensor name. An empty argument in a positional's place is handed to the parser
+ * as this stand-in (its text, two quotes, is how a message about it reads), told apart by
+ * its address, never by its text. */
+static char empty_arg[] = "\"\"";
+
+/* argv with every empty positional replaced by empty_arg: the empty value of an option
+ * ("--as ''") stays, for the parser to refuse. */
+static char **mark_empty(int argc, char **argv) {
+  char **v = malloc(((size_t)argc + 1) * sizeof *v);
+  if (!v) return NULL;
+  bool options_done = false;
+  for (int i = 0; i < argc; i++) {
+    v[i] = argv[i];
+    if (i == 0) continue;
+    if (!options_done && strcmp(argv[i], "--") == 0) {
+      options_done = true;
+    } else if (!options_done && strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
+      v[i + 1] = argv[i + 1];
+      i++;
+    } else if (argv[i][0] == '\0') {
+      v[i] = empty_arg;
+    }
+  }
+  v[argc] = NULL;
+  return v;
+}
+
 int fg_cmd_cat(int argc, char **argv) {
   const char *args[2] = {NULL, NULL}, *as = NULL;
   const fg_cli_opt opts[] = {{"--as", &as, NULL}};
   static const char *const pos_names[] = {"PATH", "TENSOR"};
   const fg_cli_spec spec = {"cat", "forgia cat PATH TENSOR [--as f32]", usage, opts, 1, pos_names, args, 2, 0};
-  int prc = fg_cli_parse(&spec, argc, argv);
+  char **marked = mark_empty(argc, argv);
+  if (!marked) {
+    fg_cli_fail("cat", NULL, "out of memory");
+    return 1;
+  }
+  int prc = fg_cli_parse(&spec, argc, marked);
+  free(marked);
   if (prc != FG_CLI_GO) return prc;
+  if (args[0] == empty_arg) return fg_cli_usage_error(&spec, "PATH", "empty");
+  if (args[1] == empty_arg) args[1] = "";
   if (as && strcmp(as, "f32") != 0) return fg_cli_usage_error(&spec, "--as", "takes f32, not '%s'", as);
+  if (isatty(STDOUT_FILENO))
+    return fg_cli_usage_error(&spec, "stdout",
+                              "is a terminal; the bytes are binary: redirect them to a file or a pipe");
   const char *path = args[0], *name = args[1];
   /* SIGINT/SIGTERM: nothing to remove, but the exit says so in one line (130/143) */
   fg_cli_signals_catch();

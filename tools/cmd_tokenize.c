@@ -25,19 +25,30 @@ static void usage(FILE *f) {
           "without its \\n). The BOS id comes first when the tokenizer adds one (GGUF\n"
           "tokenizer.ggml.add_bos_token, tokenizer_config.json add_bos_token); --no-bos leaves it\n"
           "out. Added tokens (<|im_start|>, <think>, ...) written in the text are matched whole.\n\n"
+          "--file - and --chat - read standard input (a file named \"-\" is ./-).\n\n"
           "--chat MESSAGES.json renders a conversation ([{\"role\": \"system\"|\"user\"|\"assistant\",\n"
           "\"content\": \"...\"}, ...]) with the checkpoint's own chat template (GGUF\n"
           "tokenizer.chat_template, or tokenizer_config.json's chat_template / chat_template.jinja)\n"
           "and prints the prompt, a newline, then its ids on the last line. The template must be\n"
           "one of the families forgia renders (smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3,\n"
-          "llama3.1, gemma2, gemma3): an unrecognised one is an error, never a guess. The template\n"
-          "writes the BOS itself where the family has one, so no BOS is added to a chat prompt.\n"
+          "llama3.1, gemma2, gemma3): an unrecognised one is an error, never a guess. A file that\n"
+          "carries no template is rendered with its architecture's renderer (general.architecture\n"
+          "or config.json model_type: gemma2, gemma3, qwen3, qwen3.5), said in a note on stderr;\n"
+          "an architecture several families share (llama, qwen2, lfm2) is an error: name one.\n"
+          "The template writes the BOS itself where the family has one, so no BOS is added to a\n"
+          "chat prompt.\n"
           "  --add-generation-prompt  open the assistant's turn at the end\n"
           "  --no-think               Qwen 3 / 3.5: turn thinking off (the empty <think> block)\n"
-          "  --template NAME          a named template (tokenizer.chat_template.NAME)\n"
+          "  --template NAME          a built-in renderer by its name above, whatever the file holds;\n"
+          "                           any other NAME is the file's tokenizer.chat_template.NAME. The\n"
+          "                           built-in name wins: forgia renders a file's template only\n"
+          "                           through the built-in renderer it is recognised as, so that\n"
+          "                           name means that renderer either way\n"
           "  --date D                 Llama 3.1+: the \"Today Date\" line (default: the template's)\n",
           synopsis);
 }
+
+static const char builtin_names[] = "smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3, llama3.1, gemma2, gemma3";
 
 static int print_ids(const fg_tokenizer *t, const char *text, size_t len, bool bos) {
   int32_t *ids = NULL;
@@ -58,14 +69,18 @@ static char *bos_text(const fg_tokenizer *t) {
   return s;
 }
 
+/* An input as messages name it: "-" is standard input. */
+static const char *shown(const char *file) { return strcmp(file, "-") == 0 ? "standard input" : file; }
+
 /* MESSAGES.json: [{"role": ..., "content": ...}, ...]. */
 static int parse_messages(const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n) {
   uint8_t *buf = NULL;
   size_t len = 0;
-  if (fg_cli_read_file(file, 0, &buf, &len)) {
-    fg_cli_report("tokenize", file);
+  if (fg_cli_read_input(file, 0, &buf, &len)) {
+    fg_cli_report("tokenize", shown(file));
     return 1;
   }
+  file = shown(file);
   *root = cJSON_ParseWithLength((const char *)buf, len);
   free(buf);
   if (!cJSON_IsArray(*root)) {
@@ -93,29 +108,83 @@ static int parse_messages(const char *file, cJSON **root, fg_chat_msg **msgs, si
   return 0;
 }
 
+/* The renderer and, where the file's template picks it, that template's text (*tmpl). */
+typedef struct chat_pick {
+  bool builtin; /* family chosen by name or architecture: no template text */
+  fg_chat_family family;
+  char *tmpl;
+  size_t tlen;
+  char *arch; /* chosen by this architecture: said in a note once the prompt is rendered */
+} chat_pick;
+
+/* --template NAME is first a built-in renderer's name, then the file's template of that name;
+ * without it, the file's own template, else its architecture's renderer (said in a note). */
+static int pick_renderer(const char *path, const char *name, chat_pick *p) {
+  if (name && fg_chat_family_from_name(name, &p->family) == FG_OK) {
+    p->builtin = true;
+    return 0;
+  }
+  fg_status s = fg_chat_template_from_path(path, name, &p->tmpl, &p->tlen);
+  if (s == FG_OK) return 0;
+  if (s != FG_ERR_NOT_FOUND) {
+    fg_cli_report("tokenize", path);
+    return 1;
+  }
+  char why[512];
+  snprintf(why, sizeof why, "%s", fg_last_error());
+  if (name) {
+    fg_cli_fail("tokenize", "--template", "%s: no built-in renderer of that name (%s), and %s", name, builtin_names,
+                why);
+    return 1;
+  }
+  char *arch = NULL;
+  if (fg_chat_arch_from_path(path, &arch) != FG_OK) {
+    fg_cli_fail("tokenize", NULL, "%s, and no architecture to choose a renderer by (%s): name one with --template (%s)",
+                why, fg_last_error(), builtin_names);
+    return 1;
+  }
+  if (fg_chat_family_for_arch(arch, &p->family) != FG_OK) {
+    fg_cli_fail("tokenize", path,
+                "carries no chat template, and its architecture %s has no built-in renderer of its own: name one with "
+                "--template (%s)",
+                arch, builtin_names);
+    fg_chat_free(arch);
+    return 1;
+  }
+  p->builtin = true;
+  p->arch = arch;
+  return 0;
+}
+
 static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
-  char *tmpl = NULL, *prompt = NULL, *bos = NULL;
-  size_t tlen = 0, plen = 0, n = 0;
+  char *prompt = NULL, *bos = NULL;
+  size_t plen = 0, n = 0;
   cJSON *root = NULL;
   fg_chat_msg *msgs = NULL;
+  chat_pick p = {0};
   int rc = 1;
-  if (fg_chat_template_from_path(path, name, &tmpl, &tlen)) {
-    fg_cli_report("tokenize", path);
-    goto done;
-  }
+  if (pick_renderer(path, name, &p)) goto done;
   if (parse_messages(file, &root, &msgs, &n)) goto done;
   fg_chat_opts oo = *o;
   oo.bos_token = bos = bos_text(t);
-  if (fg_chat_render_template(tmpl, tlen, msgs, n, &oo, &prompt, &plen)) {
+  fg_status s = p.builtin ? fg_chat_render(p.family, msgs, n, &oo, &prompt, &plen)
+                          : fg_chat_render_template(p.tmpl, p.tlen, msgs, n, &oo, &prompt, &plen);
+  if (s) {
     fg_cli_report("tokenize", path);
     goto done;
   }
   fwrite(prompt, 1, plen, stdout);
   putchar('\n');
   if ((rc = print_ids(t, prompt, plen, false)) != 0) fg_cli_report("tokenize", path);
+  /* a note, not an error: only a run that succeeds says it, so stderr stays one line either way */
+  if (!rc && p.arch)
+    fg_cli_fail("tokenize", "note",
+                "%s carries no chat template; rendering with the built-in %s renderer, its architecture's (%s)", path,
+                fg_chat_family_name(p.family), p.arch);
 done:
   fg_chat_free(prompt);
-  fg_chat_free(tmpl);
+  fg_chat_free(p.tmpl);
+  fg_chat_free(p.arch);
   fg_tokenizer_free_text(bos);
   free(msgs);
   cJSON_Delete(root);
@@ -159,14 +228,14 @@ int fg_cmd_tokenize(int argc, char **argv) {
   } else {
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (fg_cli_read_file(file, 0, &buf, &len)) {
-      fg_cli_report("tokenize", file);
+    if (fg_cli_read_input(file, 0, &buf, &len)) {
+      fg_cli_report("tokenize", shown(file));
       rc = 1;
     }
     for (size_t at = 0; !rc && at < len;) {
       const uint8_t *nl = memchr(buf + at, '\n', len - at);
       size_t end = nl ? (size_t)(nl - buf) : len;
-      if ((rc = print_ids(t, (const char *)buf + at, end - at, bos)) != 0) fg_cli_report("tokenize", file);
+      if ((rc = print_ids(t, (const char *)buf + at, end - at, bos)) != 0) fg_cli_report("tokenize", shown(file));
       at = end + 1;
     }
     free(buf);

@@ -77,6 +77,22 @@ FG_API fg_status fg_chat_render_template(const char *tmpl, size_t tmpl_len, cons
                                          const fg_chat_opts *o, char **out, size_t *len);
 FG_API void fg_chat_free(char *text);
 
+/* ---- a renderer chosen without a template text ------------------------------------------ */
+
+/* The family a built-in renderer name names (as fg_chat_family_name spells it). FG_ERR_NOT_FOUND
+ * with a message listing the names when it is none of them. */
+FG_API fg_status fg_chat_family_from_name(const char *name, fg_chat_family *out);
+/* The renderer of a model architecture, for a checkpoint that carries no template: a GGUF
+ * general.architecture (gemma2, gemma3, qwen3, qwen35, qwen35moe) or a Hugging Face model_type
+ * (gemma3_text besides those spelled alike). Only architectures whose instruct checkpoints all
+ * share one family's template are mapped: llama (Llama 2, 3, 3.1, SmolLM2), qwen2 (Qwen 2, 2.5),
+ * lfm2 (LFM2, LFM2.5) and qwen3moe (Qwen3, Qwen3-Coder) are not. FG_ERR_NOT_FOUND otherwise. */
+FG_API fg_status fg_chat_family_for_arch(const char *arch, fg_chat_family *out);
+/* PATH's architecture: a GGUF's general.architecture (metadata only), or a Hugging Face
+ * directory's config.json model_type. *out malloc'd (fg_chat_free); FG_ERR_NOT_FOUND naming
+ * the file when it names none. */
+FG_API fg_status fg_chat_arch_from_path(const char *path, char **out);
+
 /* ---- where the template text comes from ---------------------------------------------- */
 
 /* A GGUF's tokenizer.chat_template, or with name the named template

@@ -83,6 +83,9 @@ typedef struct fg_tok_vocab {
                                     run between them is normalized on its own, as Hugging Face does */
   int32_t bos_id, eos_id, unk_id; /* -1: none */
   bool add_bos;                  /* the default for fg_tokenizer_encode's add_bos */
+  const bool *special;           /* per token: special, left out where a decode skips them
+                                    (Hugging Face: the added tokens marked "special"); NULL:
+                                    the tokens of type CONTROL or UNKNOWN, llama.cpp's rule */
 } fg_tok_vocab;
 
 /* A vocabulary with every field at its neutral value (ids -1, flags false, no arrays). */
@@ -121,6 +124,12 @@ FG_API void fg_tokenizer_free_ids(int32_t *ids);
 FG_API fg_status fg_tokenizer_decode(const fg_tokenizer *t, const int32_t *ids, size_t n_ids, char **text,
                                      size_t *len);
 FG_API void fg_tokenizer_free_text(char *text);
+/* Whether id is a special token (fg_tok_vocab.special): what a decode that skips special
+ * tokens leaves out, as Hugging Face's skip_special_tokens and llama.cpp's detokenize with
+ * special false do. Dropping those ids before fg_tokenizer_decode is that decode: the text is
+ * the remaining ids' (SentencePiece's leading space is then dropped from the first of them).
+ * False for an id outside the vocabulary. */
+FG_API bool fg_tokenizer_is_special(const fg_tokenizer *t, int32_t id);
 
 /* Streaming decode for generation: each pushed id gives the bytes that complete UTF-8
  * characters so far (a character split over tokens is held back until whole; bytes that

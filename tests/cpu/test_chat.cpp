@@ -4,14 +4,19 @@
 // templates are recognised as their family and near misses (SmolLM3, QwQ, Qwen3-Coder, LFM2,
 // Gemma 4, ...) are refused by name; the template text read from a GGUF (default and named)
 // and from a Hugging Face directory (a string, a named list, chat_template.jinja); today's
-// date for Llama 3.2; forgia tokenize --chat end to end.
+// date for Llama 3.2; forgia tokenize --chat end to end, --template naming a built-in renderer
+// and the architecture's renderer for a file without a template.
 #include <cjson/cJSON.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "forgia/chat.h"
@@ -269,6 +274,182 @@ TEST(ChatCli, TokenizeChatPrintsThePromptThenItsIds) {
   fgt::write_file(d.file("bad.json"), "[{\"role\": \"user\"}]", 18);
   EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " tokenize " + path + " --chat " + d.file("bad.json"), &out, &err), 1);
   EXPECT_NE(err.find("message 0"), std::string::npos) << err;
+}
+
+// A GGUF holding SmolLM2's tokenizer fixture under another general.architecture, with the
+// given templates (key suffix "" for the default one); none: the file carries no template.
+std::string gguf_as(const fgt::TempDir &d, const std::string &file, const std::string &arch,
+                    const std::vector<std::pair<std::string, std::string>> &templates) {
+  fg_gguf_file *src = nullptr;
+  EXPECT_EQ(fg_gguf_open((std::string(FORGIA_TEST_DATA) + "/tok/smollm2.gguf").c_str(), FG_MAP_READ, &src), FG_OK);
+  fg_gguf_writer *w = nullptr;
+  EXPECT_EQ(fg_gguf_writer_create(&w), FG_OK);
+  EXPECT_EQ(fg_gguf_writer_copy_all_kv(w, src, nullptr, 0), FG_OK) << fg_last_error();
+  EXPECT_EQ(fg_gguf_writer_set_str(w, "general.architecture", arch.data(), arch.size()), FG_OK);
+  for (const auto &t : templates) {
+    std::string key = "tokenizer.chat_template" + (t.first.empty() ? "" : "." + t.first);
+    EXPECT_EQ(fg_gguf_writer_set_str(w, key.c_str(), t.second.data(), t.second.size()), FG_OK);
+  }
+  std::string path = d.file(file);
+  EXPECT_EQ(fg_gguf_writer_finish(w, path.c_str()), FG_OK) << fg_last_error();
+  fg_gguf_writer_free(w);
+  fg_gguf_close(src);
+  return path;
+}
+
+int lines(const std::string &s) { return (int)std::count(s.begin(), s.end(), '\n'); }
+
+std::string tokenize_chat(const std::string &path, const std::string &rest, std::string *err, int *rc) {
+  std::string out;
+  *rc = fgt::run(std::string(FORGIA_CLI) + " tokenize " + path + " " + rest, &out, err);
+  return out;
+}
+
+// --template NAME: a built-in renderer's name renders with it whatever the file holds (here
+// SmolLM2's template), exactly as a file whose own template is that family's; another NAME is
+// the file's tokenizer.chat_template.NAME; a NAME that is neither is one error line.
+TEST(ChatCli, TemplateNamesABuiltInRendererWhateverTheFileHolds) {
+  fgt::TempDir d;
+  ChatJson convs(kChat + "conversations.json");
+  char *conv = cJSON_PrintUnformatted(cJSON_GetArrayItem(convs.root, 1));
+  fgt::write_file(d.file("m.json"), conv, strlen(conv));
+  free(conv);
+  const std::string gemma3 = slurp(kChat + "templates/gemma3-4b-it.jinja");
+  const std::string smol = gguf_as(
+      d, "smol.gguf", "llama", {{"", slurp(kChat + "templates/smollm2-135m-instruct.jinja")}, {"tool_use", gemma3}});
+  const std::string own = gguf_as(d, "own.gguf", "llama", {{"", gemma3}});
+  std::string err;
+  int rc;
+  const std::string m = " --chat " + d.file("m.json") + " --add-generation-prompt";
+  const std::string want = tokenize_chat(own, m, &err, &rc);
+  ASSERT_EQ(rc, 0) << err;
+  ASSERT_EQ(want.rfind("<|im_start|><start_of_turn>user\nYou are a terse assistant.\n\nWhat is 2+2?", 0), 0u) << want;
+  EXPECT_EQ(tokenize_chat(smol, m + " --template gemma3", &err, &rc), want);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(err, "");
+  // The file's own template, and its named one (which is Gemma 3's here).
+  std::string smol_out = tokenize_chat(smol, m, &err, &rc);
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_EQ(smol_out.find("<start_of_turn>"), std::string::npos) << smol_out;
+  EXPECT_EQ(tokenize_chat(smol, m + " --template tool_use", &err, &rc), want);
+  EXPECT_EQ(rc, 0) << err;
+  // Standard input as the messages.
+  EXPECT_EQ(tokenize_chat(smol, "--chat - --add-generation-prompt --template gemma3 < " + d.file("m.json"), &err, &rc),
+            want);
+  EXPECT_EQ(rc, 0) << err;
+  // Neither a built-in renderer nor a template of the file: one line naming both.
+  EXPECT_EQ(tokenize_chat(smol, m + " --template chatml", &err, &rc), "");
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_EQ(err.rfind("forgia tokenize: --template: chatml: no built-in renderer", 0), 0u) << err;
+  EXPECT_NE(err.find("tokenizer.chat_template.chatml"), std::string::npos) << err;
+  EXPECT_NE(err.find("gemma3"), std::string::npos) << err;
+}
+
+// A file without any template falls back to its architecture's renderer with one note line
+// on stderr and exit 0; an architecture several families share, or none, is one error line
+// listing the built-in names.
+TEST(ChatCli, NoTemplateFallsBackToTheArchitecturesRenderer) {
+  fgt::TempDir d;
+  ChatJson convs(kChat + "conversations.json");
+  char *conv = cJSON_PrintUnformatted(cJSON_GetArrayItem(convs.root, 2));
+  fgt::write_file(d.file("m.json"), conv, strlen(conv));
+  free(conv);
+  const std::string m = " --chat " + d.file("m.json") + " --add-generation-prompt";
+  std::string err;
+  int rc;
+  for (const char *fam : {"gemma3", "gemma2", "qwen3"}) {
+    const std::string jinja = std::string(fam) == "gemma3"   ? "gemma3-4b-it.jinja"
+                              : std::string(fam) == "gemma2" ? "gemma2-2b-it.jinja"
+                                                             : "qwen3-0.6b.jinja";
+    const std::string own =
+        gguf_as(d, std::string(fam) + "-own.gguf", "llama", {{"", slurp(kChat + "templates/" + jinja)}});
+    const std::string bare = gguf_as(d, std::string(fam) + "-bare.gguf", fam, {});
+    const std::string want = tokenize_chat(own, m, &err, &rc);
+    ASSERT_EQ(rc, 0) << err;
+    EXPECT_EQ(tokenize_chat(bare, m, &err, &rc), want) << fam;
+    EXPECT_EQ(rc, 0) << fam;
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_EQ(err.rfind("forgia tokenize: note: " + bare + " carries no chat template; rendering with the built-in " +
+                            fam + " renderer",
+                        0),
+              0u)
+        << err;
+    // Bad messages with the fallback: the error alone, one line, no note.
+    fgt::write_file(d.file("bad.json"), "[{\"role\": \"user\"}]", 18);
+    EXPECT_EQ(tokenize_chat(bare, "--chat " + d.file("bad.json"), &err, &rc), "");
+    EXPECT_EQ(rc, 1);
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_EQ(err.find("note"), std::string::npos) << err;
+    // --template names the renderer outright: no note.
+    EXPECT_EQ(tokenize_chat(bare, m + " --template " + fam, &err, &rc), want);
+    EXPECT_EQ(err, "");
+  }
+  // llama is Llama 2, 3, 3.1 and SmolLM2 alike: no guess.
+  const std::string llama = gguf_as(d, "llama.gguf", "llama", {});
+  EXPECT_EQ(tokenize_chat(llama, m, &err, &rc), "");
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("architecture llama has no built-in renderer"), std::string::npos) << err;
+  EXPECT_NE(err.find("smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3, llama3.1, gemma2, gemma3"), std::string::npos)
+      << err;
+  EXPECT_EQ(tokenize_chat(llama, m + " --template smollm2", &err, &rc).rfind("<|im_start|>system\n", 0), 0u);
+  EXPECT_EQ(rc, 0) << err;
+
+  // A Hugging Face folder: config.json's model_type names the architecture.
+  const std::string hf = d.file("hf");
+  ASSERT_EQ(mkdir(hf.c_str(), 0755), 0);
+  const std::string tj = slurp(std::string(FORGIA_TEST_DATA) + "/tok/gpt2/tokenizer.json");
+  fgt::write_file(hf + "/tokenizer.json", tj.data(), tj.size());
+  const std::string with_tmpl = d.file("hf-own");
+  ASSERT_EQ(mkdir(with_tmpl.c_str(), 0755), 0);
+  fgt::write_file(with_tmpl + "/tokenizer.json", tj.data(), tj.size());
+  const std::string g3 = slurp(kChat + "templates/gemma3-4b-it.jinja");
+  fgt::write_file(with_tmpl + "/chat_template.jinja", g3.data(), g3.size());
+  const std::string want = tokenize_chat(with_tmpl, m, &err, &rc);
+  ASSERT_EQ(rc, 0) << err;
+  // No config.json: nothing names the architecture.
+  EXPECT_EQ(tokenize_chat(hf, m, &err, &rc), "");
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("config.json"), std::string::npos) << err;
+  const char cfg[] = "{\"model_type\": \"gemma3_text\"}";
+  fgt::write_file(hf + "/config.json", cfg, sizeof cfg - 1);
+  EXPECT_EQ(tokenize_chat(hf, m, &err, &rc), want);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("note: " + hf + " carries no chat template"), std::string::npos) << err;
+  EXPECT_NE(err.find("(gemma3_text)"), std::string::npos) << err;
+}
+
+// The library side of the same choice.
+TEST(ChatSource, BuiltInByNameAndByArchitecture) {
+  fg_chat_family f;
+  for (int k = FG_CHAT_SMOLLM2; k <= FG_CHAT_GEMMA3; k++) {
+    ASSERT_EQ(fg_chat_family_from_name(fg_chat_family_name((fg_chat_family)k), &f), FG_OK);
+    EXPECT_EQ(f, (fg_chat_family)k);
+  }
+  EXPECT_EQ(fg_chat_family_from_name("Gemma3", &f), FG_ERR_NOT_FOUND);
+  EXPECT_EQ(fg_chat_family_from_name("", &f), FG_ERR_NOT_FOUND);
+  const struct {
+    const char *arch;
+    fg_chat_family f;
+  } mapped[] = {{"gemma2", FG_CHAT_GEMMA2}, {"gemma3", FG_CHAT_GEMMA3}, {"gemma3_text", FG_CHAT_GEMMA3},
+                {"qwen3", FG_CHAT_QWEN3},   {"qwen35", FG_CHAT_QWEN35}, {"qwen35moe", FG_CHAT_QWEN35}};
+  for (const auto &a : mapped) {
+    ASSERT_EQ(fg_chat_family_for_arch(a.arch, &f), FG_OK) << a.arch;
+    EXPECT_EQ(f, a.f) << a.arch;
+  }
+  for (const char *a : {"llama", "qwen2", "lfm2", "qwen3moe", "", "GEMMA3"}) {
+    EXPECT_EQ(fg_chat_family_for_arch(a, &f), FG_ERR_NOT_FOUND) << a;
+    EXPECT_NE(strstr(fg_last_error(), "gemma3"), nullptr) << fg_last_error();
+  }
+  char *arch = nullptr;
+  ASSERT_EQ(fg_chat_arch_from_path((std::string(FORGIA_TEST_DATA) + "/tok/smollm2.gguf").c_str(), &arch), FG_OK);
+  EXPECT_STREQ(arch, "llama");
+  fg_chat_free(arch);
+  EXPECT_EQ(fg_chat_arch_from_path((std::string(FORGIA_TEST_DATA) + "/tok/gpt2").c_str(), &arch), FG_ERR_NOT_FOUND);
+  EXPECT_EQ(fg_chat_arch_from_path("/nonexistent/x.gguf", &arch), FG_ERR_NOT_FOUND);
 }
 
 }  // namespace

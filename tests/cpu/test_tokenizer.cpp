@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -604,6 +605,126 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
   EXPECT_NE(err.find("99999999"), std::string::npos) << err;
   EXPECT_EQ(fgt::run(cli + " tokenize " + d.file("missing.gguf") + " --text a", &out, &err), 1);
   EXPECT_NE(err.find("missing.gguf"), std::string::npos) << err;
+}
+
+// `--file -` reads standard input: the lines of a pipe give the lines a file gives; an empty
+// pipe gives no line. Errors about it name standard input.
+TEST(TokenizerCli, DashIsStandardInput) {
+  const std::string cli = FORGIA_CLI;
+  fgt::TempDir d;
+  const char lines[] = "Hi there\n\nHi there";
+  fgt::write_file(d.file("in.txt"), lines, sizeof lines - 1);
+  std::string want, out, err;
+  ASSERT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --no-bos --file " + d.file("in.txt"), &want, &err), 0) << err;
+  ASSERT_EQ(
+      fgt::run("cat " + d.file("in.txt") + " | " + cli + " tokenize " + kDir + "llama3 --no-bos --file -", &out, &err),
+      0)
+      << err;
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --file - < " + d.file("in.txt"), &out, &err), 0) << err;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+  ASSERT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --file - < /dev/null", &out, &err), 0) << err;
+  EXPECT_EQ(out, "");
+  // A directory on standard input is a read error naming standard input.
+  EXPECT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --file - < " + d.path, &out, &err), 1);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("standard input"), std::string::npos) << err;
+}
+
+// The token types of a GGUF, as the file writes them.
+std::vector<int32_t> gguf_token_types(const std::string &path) {
+  fg_gguf_file *f = nullptr;
+  std::vector<int32_t> types;
+  if (fg_gguf_open(path.c_str(), FG_MAP_MMAP, &f) != FG_OK) return types;
+  fg_gguf_tok_fields fl;
+  if (fg_gguf_tokenizer_fields(f, &fl) == FG_OK && fl.has_token_type && fl.token_type.elem_type == FG_GGUF_INT32) {
+    types.resize(fl.token_type.len);
+    memcpy(types.data(), fl.token_type.data, types.size() * 4);
+  }
+  fg_gguf_close(f);
+  return types;
+}
+
+std::string ids_arg(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); i++) s += (i ? " " : "") + std::to_string(ids[i]);
+  return "'" + s + "'";
+}
+
+// detokenize --skip-special leaves special tokens out: a GGUF's control and unknown tokens
+// (llama.cpp's detokenize with special false renders them empty), a Hugging Face folder's added
+// tokens marked special (decode(ids, skip_special_tokens=True); the interop test compares with
+// `tokenizers` live). User-defined tokens stay. The text is that of the ids left.
+TEST(TokenizerCli, DetokenizeSkipSpecial) {
+  const std::string cli = FORGIA_CLI;
+  std::string out, err;
+  // SmolLM2's GGUF: <|im_start|> (1) and <|im_end|> (2) are control tokens.
+  ASSERT_EQ(fgt::run(cli + " detokenize " + kDir + "smollm2.gguf '1 6403 1980 253 655 2' --skip-special", &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, "Once upon a time\n");
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(fgt::run(cli + " detokenize " + kDir + "smollm2.gguf '1 6403 1980 253 655 2'", &out, &err), 0) << err;
+  EXPECT_EQ(out, "<|im_start|>Once upon a time<|im_end|>\n");
+  // Only special ids: an empty text, still a line.
+  ASSERT_EQ(fgt::run(cli + " detokenize --skip-special " + kDir + "smollm2.gguf 0 1 2", &out, &err), 0) << err;
+  EXPECT_EQ(out, "\n");
+  // An id outside the vocabulary is still an error, skipped or not.
+  EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "smollm2.gguf 1 99999999 --skip-special", &out, &err), 1);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("99999999"), std::string::npos) << err;
+
+  // The SentencePiece GGUF: <unk> unknown, <s> </s> control, <|im_start|> user-defined. With
+  // them among the ids, the skipping decode is the plain decode of the ids whose type is
+  // neither control nor unknown, by the file's own types.
+  const std::string spm = kDir + "spm.gguf";
+  const std::vector<int32_t> types = gguf_token_types(spm);
+  ASSERT_GT(types.size(), 5u);
+  EXPECT_EQ(types[0], FG_TOK_TYPE_UNKNOWN);
+  EXPECT_EQ(types[1], FG_TOK_TYPE_CONTROL);
+  EXPECT_EQ(types[3], FG_TOK_TYPE_USER_DEFINED);
+  Tok t;
+  ASSERT_EQ(fg_tokenizer_open(spm.c_str(), &t.t), FG_OK) << fg_last_error();
+  const std::vector<int32_t> text = encode(t.t, "Hello world");
+  std::vector<std::vector<int32_t>> cases;
+  std::vector<int32_t> c = {1};
+  c.insert(c.end(), text.begin(), text.end());
+  c.push_back(2);
+  cases.push_back(c);
+  c = {1, 0, 3};
+  c.insert(c.end(), text.begin(), text.end());
+  c.insert(c.end(), {0, 4, 2});
+  cases.push_back(c);
+  for (const std::vector<int32_t> &ids : cases) {
+    std::vector<int32_t> kept;
+    for (int32_t id : ids) {
+      bool special = types[(size_t)id] == FG_TOK_TYPE_CONTROL || types[(size_t)id] == FG_TOK_TYPE_UNKNOWN;
+      EXPECT_EQ(fg_tokenizer_is_special(t.t, id), special) << id;
+      if (!special) kept.push_back(id);
+    }
+    std::string want;
+    ASSERT_EQ(fgt::run(cli + " detokenize " + spm + " " + ids_arg(kept), &want, &err), 0) << err;
+    ASSERT_EQ(fgt::run(cli + " detokenize " + spm + " --skip-special " + ids_arg(ids), &out, &err), 0) << err;
+    EXPECT_EQ(out, want) << ids_arg(ids);
+    EXPECT_EQ(err, "");
+  }
+  EXPECT_EQ(out, "<|im_start|>Hello world<|im_end|>\n");
+  ASSERT_EQ(fgt::run(cli + " detokenize " + spm + " --skip-special " + ids_arg(cases[0]), &out, &err), 0) << err;
+  EXPECT_EQ(out, "Hello world\n");
+
+  // A Hugging Face folder: the "special" flag of added_tokens decides; <think> is added, not special.
+  Tok h;
+  ASSERT_EQ(fg_tokenizer_open((kDir + "gpt2").c_str(), &h.t), FG_OK) << fg_last_error();
+  EXPECT_TRUE(fg_tokenizer_is_special(h.t, fg_tokenizer_index(h.t, "<|im_start|>", 12)));
+  EXPECT_FALSE(fg_tokenizer_is_special(h.t, fg_tokenizer_index(h.t, "<think>", 7)));
+  EXPECT_FALSE(fg_tokenizer_is_special(h.t, -1));
+  EXPECT_FALSE(fg_tokenizer_is_special(h.t, (int32_t)fg_tokenizer_n_tokens(h.t)));
+  std::vector<int32_t> hv = encode(h.t, "<|im_start|>a<think>b<|im_end|>");
+  ASSERT_EQ(fgt::run(cli + " detokenize " + kDir + "gpt2 --skip-special " + ids_arg(hv), &out, &err), 0) << err;
+  EXPECT_EQ(out, "a<think>b\n");
+  // An unknown option is still bad usage.
+  EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "gpt2 1 --skip-specials", &out, &err), 2);
 }
 
 // A built tokenizer is shared by threads: four encoding the corpus at once get the ids one
