@@ -70,10 +70,20 @@ static void print(const char *path, const fg_imatrix *m, bool full) {
   }
 }
 
+/* The reader's messages read "imatrix PATH: PROBLEM"; the CLI's line puts the file first. */
+static void report(const char *path) {
+  const char *msg = fg_last_error(), *p = strstr(msg, path);
+  size_t n = strlen(path);
+  if (p && p > msg && p[-1] == ' ' && !memchr(msg, ':', (size_t)(p - msg)) && p[n] == ':' && p[n + 1] == ' ')
+    fg_cli_fail("inspect", path, "%.*s: %s", (int)(p - msg - 1), msg, p + n + 2);
+  else
+    fg_cli_report("inspect", path);
+}
+
 int fg_cli_inspect_imatrix(const char *path, const fg_cli_inspect_opts *o) {
   fg_imatrix *m = NULL;
   if (fg_imatrix_open(path, &m) != FG_OK) {
-    fg_cli_report("inspect", path);
+    report(path);
     return 1;
   }
   int rc = 0;
