@@ -39,6 +39,8 @@ static size_t skip_space(const unsigned char *b, size_t n, size_t from) {
   return i;
 }
 
+static bool magic_char(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
 static uint64_t le64(const unsigned char *b) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
@@ -103,9 +105,11 @@ int fg_cli_inspect_file(const char *path, const fg_cli_inspect_opts *o) {
   size_t got = 0;
   if (read_head(path, h, sizeof h, &got) != 0) return -1;
   const uint64_t size = (uint64_t)st.st_size;
-  if ((got >= 4 && memcmp(h, "GGUF", 4) == 0) || looks_safetensors(h, got, size)) return -1;
+  /* Fucina's magics: "FZ", then two of A-Z 0-9 ("FZA4", "FZAD"; forgia/optim_frame.h) */
+  const bool frame = got >= 4 && h[0] == 'F' && h[1] == 'Z' && magic_char(h[2]) && magic_char(h[3]);
+  if (!frame && ((got >= 4 && memcmp(h, "GGUF", 4) == 0) || looks_safetensors(h, got, size))) return -1;
   const size_t j = skip_space(h, got, 0);
-  const bool frame = got >= 4 && h[0] == 'F' && h[1] == 'Z', json = j < got && (h[j] == '{' || h[j] == '[');
+  const bool json = !frame && j < got && (h[j] == '{' || h[j] == '[');
   if (frame || json) {
     uint8_t *bytes = NULL;
     size_t len = 0;

@@ -54,7 +54,10 @@ static const char *kind_of(const cJSON *v) {
 static void put_value(const cJSON *v) {
   char buf[FG_F64_TEXT_MAX];
   if (cJSON_IsString(v)) put_short(v->valuestring);
-  else if (cJSON_IsNumber(v)) fg_trainer_state_f64_text(v->valuedouble, buf), fputs(buf, stdout);
+  else if (cJSON_IsNumber(v)) {
+    fg_trainer_state_f64_text(v->valuedouble, buf);
+    fputs(buf, stdout);
+  }
   else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", stdout);
   else if (cJSON_IsObject(v)) printf("{%d keys}", cJSON_GetArraySize(v));
   else if (cJSON_IsArray(v)) printf("[%d elements]", cJSON_GetArraySize(v));

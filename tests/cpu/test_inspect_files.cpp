@@ -4,6 +4,7 @@
 // and every damaged one of these, is one error line. Also: shapes labelled and shown in GGUF
 // ne order with --ne, and --json --full of a safetensors file of many tensors held to the
 // memory of the readable summary (the tensors are streamed).
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -175,6 +176,39 @@ TEST(InspectFiles, LoneOptimizerFrameAndTrainerStateAsInTheirDirectory) {
   fgt::write_file(d.file("saved.json"), ts.data(), ts.size());
   ASSERT_EQ(0, fgt::run(cli(q(d.file("saved.json"))), &out, &err)) << err;
   EXPECT_TRUE(has(out, ": trainer state (fucina.training_checkpoint v1)\n")) << out;
+}
+
+// Every Fucina frame of the golden set (every kind and version, Adam's FZAD included) alone.
+TEST(InspectFiles, EveryGoldenFrameAlone) {
+  int seen = 0;
+  const std::string dir = kData + "golden/fucina_frames/";
+  std::vector<std::string> names;
+  DIR *dd = opendir(dir.c_str());
+  ASSERT_NE(nullptr, dd) << dir;
+  for (struct dirent *e; (e = readdir(dd));)
+    if (std::string(e->d_name).size() > 4 && std::string(e->d_name).rfind(".bin") == std::string(e->d_name).size() - 4)
+      names.push_back(e->d_name);
+  closedir(dd);
+  for (const std::string &name : names) {
+    const std::string p = dir + name;
+    std::vector<uint8_t> b = fgt::read_file(p);
+    ASSERT_FALSE(b.empty()) << p;
+    seen++;
+    fg_oframe *f = nullptr;
+    ASSERT_EQ(FG_OK, fg_optim_frame_parse(b.data(), b.size(), &f)) << p << ": " << fg_last_error();
+    const fg_oframe_kind_desc *desc = fg_optim_frame_describe(f->kind);
+    std::string out, err;
+    ASSERT_EQ(0, fgt::run(cli(q(p) + " --json"), &out, &err)) << p << "\n" << err;
+    Json j(out);
+    ASSERT_NE(nullptr, j.root) << out;
+    EXPECT_EQ(desc->name, str(at(j.root, "frame"), "kind")) << p;
+    EXPECT_EQ(desc->magics[f->version], str(at(j.root, "frame"), "magic")) << p;
+    EXPECT_EQ(f->version, num(at(j.root, "frame"), "version")) << p;
+    ASSERT_EQ(0, fgt::run(cli(q(p)), &out, &err)) << p << "\n" << err;
+    EXPECT_TRUE(has(out, std::string(desc->name) + " " + desc->magics[f->version] + " (v")) << out;
+    fg_optim_frame_free(f);
+  }
+  EXPECT_GE(seen, 20);
 }
 
 TEST(InspectFiles, DamagedFramesAndStatesAreOneLine) {
