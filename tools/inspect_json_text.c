@@ -260,9 +260,52 @@ static int any_json(const char *path, const cJSON *root, const fg_cli_inspect_op
 
 /* ---------------------------------------------------------------- which one */
 
+/* A parsed value costs a tree node (about 64 bytes) for as little as two bytes of text: the
+ * values are counted first, so that memory stays bounded whatever the file holds. A
+ * tokenizer.json holds one to two million. */
+#define JSON_MAX_VALUES (8u << 20)
+/* cJSON's own nesting limit (CJSON_NESTING_LIMIT). */
+#define JSON_MAX_DEPTH 1000
+
+/* An upper bound on the values of a text (every value but the root follows '[', '{' or ','
+ * outside strings) and its deepest nesting. */
+static void measure(const char *text, size_t len, size_t *values, size_t *depth) {
+  size_t n = 1, d = 0, dmax = 0;
+  bool in_str = false;
+  for (size_t i = 0; i < len; i++) {
+    const char c = text[i];
+    if (in_str) {
+      if (c == '\\') i++;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      n++;
+      if (++d > dmax) dmax = d;
+    } else if (c == ']' || c == '}') {
+      d -= d > 0;
+    } else if (c == ',') {
+      n++;
+    }
+  }
+  *values = n;
+  *depth = dmax;
+}
+
 int fg_cli_inspect_json_file(const char *path, const char *text, size_t len, const fg_cli_inspect_opts *o) {
   const char *name = base_name(path);
   if (!strcmp(name, FG_TRAINER_STATE_FILE)) return trainer_state(path, text, len, o);
+  size_t values, depth;
+  measure(text, len, &values, &depth);
+  if (values > JSON_MAX_VALUES) {
+    fg_cli_fail("inspect", path, "a JSON text of up to %zu values, more than the %u inspect summarises", values,
+                JSON_MAX_VALUES);
+    return 1;
+  }
+  if (depth > JSON_MAX_DEPTH) {
+    fg_cli_fail("inspect", path, "JSON nested %zu levels deep, more than the %d inspect reads", depth, JSON_MAX_DEPTH);
+    return 1;
+  }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
   size_t at = end ? (size_t)(end - text) : 0;

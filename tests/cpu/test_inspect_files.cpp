@@ -355,6 +355,21 @@ TEST(InspectFiles, ConfigAndOtherJson) {
   EXPECT_TRUE(has(expect_error(d.file("empty.json")), "empty file (0 bytes)"));
   put(d.file("blank.json"), "  \n");
   expect_error(d.file("blank.json"));
+
+  // the tree a summary parses is bounded: nesting as cJSON reads it, values counted first
+  // (brackets and commas inside strings are text)
+  put(d.file("d1000.json"), std::string(1000, '[') + std::string(1000, ']'));
+  ASSERT_EQ(0, fgt::run(cli(q(d.file("d1000.json"))), &out, &err)) << err;
+  put(d.file("d1001.json"), std::string(1001, '[') + std::string(1001, ']'));
+  EXPECT_TRUE(has(expect_error(d.file("d1001.json")), "JSON nested 1001 levels deep, more than the 1000"));
+  put(d.file("s.json"), "[\"[[[,,,\\\"{{\", 1]");
+  ASSERT_EQ(0, fgt::run(cli(q(d.file("s.json"))), &out, &err)) << err;
+  EXPECT_EQ(d.file("s.json") + ": JSON array, 2 elements (the first one string)\n", out);
+  std::string wide = "[";
+  for (int i = 0; i < (8 << 20); i++) wide += "0,";
+  wide += "0]";
+  put(d.file("wide.json"), wide);
+  EXPECT_TRUE(has(expect_error(d.file("wide.json")), "a JSON text of up to 8388610 values, more than the 8388608"));
 }
 
 // ---------------------------------------------------------------- imatrix
