@@ -21,8 +21,9 @@
 
 /* Enough to see past leading whitespace to a JSON text's first byte. */
 #define HEAD_BYTES 4096
-/* A JSON text is parsed whole into a tree: tokenizer.json files run to tens of MiB. */
-#define JSON_MAX_BYTES (1ull << 30)
+/* A JSON text is read whole and parsed into a tree (inspect_json_text.c bounds its values):
+ * tokenizer.json files run to tens of MiB. */
+#define JSON_MAX_BYTES (256ull << 20)
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -110,6 +111,11 @@ int fg_cli_inspect_file(const char *path, const fg_cli_inspect_opts *o) {
   if (!frame && ((got >= 4 && memcmp(h, "GGUF", 4) == 0) || looks_safetensors(h, got, size))) return -1;
   const size_t j = skip_space(h, got, 0);
   const bool json = !frame && j < got && (h[j] == '{' || h[j] == '[');
+  if (json && size > JSON_MAX_BYTES) {
+    fg_cli_fail("inspect", path, "a JSON text of %llu bytes, more than the %llu inspect reads", (unsigned long long)size,
+                JSON_MAX_BYTES);
+    return 1;
+  }
   if (frame || json) {
     uint8_t *bytes = NULL;
     size_t len = 0;

@@ -368,6 +368,9 @@ TEST(InspectFiles, ConfigAndOtherJson) {
   std::string wide = "[";
   for (int i = 0; i < (8 << 20); i++) wide += "0,";
   wide += "0]";
+  put(d.file("huge.json"), "{");
+  ASSERT_EQ(0, truncate(d.file("huge.json").c_str(), 300 << 20));  // sparse: nothing is written
+  EXPECT_TRUE(has(expect_error(d.file("huge.json")), "a JSON text of 314572800 bytes, more than the 268435456"));
   put(d.file("wide.json"), wide);
   EXPECT_TRUE(has(expect_error(d.file("wide.json")), "a JSON text of up to 8388610 values, more than the 8388608"));
 }
