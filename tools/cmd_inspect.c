@@ -1,34 +1,51 @@
 /* forgia inspect: the header of a GGUF file (or split) or a safetensors file/folder, as a
- * readable summary or one JSON object. Only header pages are read. */
+ * readable summary or one JSON object. Only header pages are read. Training checkpoint
+ * directories are inspect_dir.c's, lone files of other kinds inspect_files.c's. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "forgia/forgia.h"
+#include "inspect.h"
 #include "inspect_dir.h"
+#include "inspect_shape.h"
+#include "inspect_stream.h"
 #include "util_args.h"
 #include "util_json.h"
 #include "util_report.h"
 #include "util_text.h"
 
 const char fg_cmd_inspect_summary[] =
-    "show the metadata and tensors of a GGUF or safetensors checkpoint, or a training checkpoint directory";
+    "show what a model, training checkpoint, optimizer frame, imatrix or JSON file holds";
 
 #define ARRAY_SUMMARY_LIMIT 64
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: forgia inspect PATH [--json] [--full]\n\n"
+          "usage: forgia inspect PATH [--json] [--full] [--ne]\n\n"
           "PATH: a GGUF file, part 1 of a split GGUF (NAME-00001-of-0000N.gguf), a .safetensors\n"
           "file, a model.safetensors.index.json, a Hugging Face folder, or a training checkpoint\n"
           "directory (trainer_state.json, model.safetensors or adapters.safetensors,\n"
           "optimizer.fucina): whether it is committed, the trainer state, the tensors and the\n"
           "optimizer's frames (kind, version, step, slots).\n"
-          "  --json  one JSON object: format, version and alignment (GGUF), metadata\n"
+          "A lone file is told by its first bytes: an optimizer frame (optimizer.fucina, magic\n"
+          "FZ..), a trainer_state.json, a Hugging Face tokenizer.json (model, vocab, merges,\n"
+          "added tokens) or config.json (model_type, keys), any other JSON (its top-level keys),\n"
+          "an imatrix (legacy .dat, or a GGUF with imatrix.* keys: entries, chunks, datasets).\n"
+          "Any other file is one error line saying what its first bytes are.\n\n"
+          "Shapes are row-major, outermost dimension first, as safetensors, numpy and torch\n"
+          "write them: a 262144 x 640 embedding is [262144, 640]. GGUF's ne, which llama.cpp\n"
+          "prints, is the same list reversed (innermost first): 640, 262144.\n"
+          "  --json  one JSON object; its \"format\" says which kind: gguf, safetensors,\n"
+          "          training_checkpoint, optimizer_frame, trainer_state, hf_tokenizer,\n"
+          "          hf_config, json, imatrix. For models: version and alignment (GGUF), metadata\n"
           "          (key -> {type, value}), tensors [{name, dtype, shape, offset, nbytes}]\n"
+          "          (written one tensor at a time: memory stays that of the header)\n"
           "  --full  arrays of more than %d elements in full (summarised otherwise);\n"
-          "          without --json, also list every tensor\n",
+          "          without --json, also list every tensor (and every entry of long lists)\n"
+          "  --ne    shapes of tensors in GGUF ne order: instead of the shape in the readable\n"
+          "          output; in --json as \"ne\" next to \"shape\" (which never changes)\n",
           ARRAY_SUMMARY_LIMIT);
 }
 
@@ -108,18 +125,13 @@ static cJSON *gguf_value(const fg_gguf_file *f, uint64_t i, bool full) {
   return o;
 }
 
-static cJSON *shape_json(const uint64_t *shape, int ndim) {
-  cJSON *a = cJSON_CreateArray();
-  for (int d = 0; d < ndim; d++) cJSON_AddItemToArray(a, fg_cli_json_u64(shape[d]));
-  return a;
-}
-
 static cJSON *tensor_json(const char *name, size_t name_len, const char *dtype, const uint64_t *shape, int ndim,
-                          uint64_t offset, uint64_t nbytes) {
+                          uint64_t offset, uint64_t nbytes, bool ne) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddItemToObject(o, "name", fg_cli_json_bytes(name, name_len));
   cJSON_AddStringToObject(o, "dtype", dtype);
-  cJSON_AddItemToObject(o, "shape", shape_json(shape, ndim));
+  cJSON_AddItemToObject(o, "shape", fg_cli_shape_json(shape, ndim, false));
+  if (ne) cJSON_AddItemToObject(o, "ne", fg_cli_shape_json(shape, ndim, true));
   cJSON_AddItemToObject(o, "offset", fg_cli_json_u64(offset));
   cJSON_AddItemToObject(o, "nbytes", fg_cli_json_u64(nbytes));
   return o;
@@ -168,16 +180,22 @@ static cJSON *gguf_json(const fg_gguf_file *f, bool full) {
     return NULL;
   }
   cJSON_AddItemToObject(root, "metadata", m);
-  cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
-  uint32_t parts = fg_gguf_part_count(f);
-  for (uint64_t i = 0; i < fg_gguf_tensor_count(f); i++) {
-    const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
-    cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_name(t->dtype), t->shape, (int)t->ndim, t->offset,
-                           t->nbytes);
-    if (parts > 1) cJSON_AddNumberToObject(o, "part", t->part);
-    cJSON_AddItemToArray(ts, o);
-  }
-  return root;
+  return root; /* the tensors follow, streamed (gguf_tensor_json) */
+}
+
+typedef struct tensors_ctx {
+  const fg_ckpt *c;
+  bool ne;
+} tensors_ctx;
+
+static cJSON *gguf_tensor_json(void *ctx, size_t i) {
+  const tensors_ctx *x = ctx;
+  const fg_gguf_file *f = fg_ckpt_gguf(x->c);
+  const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
+  cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_name(t->dtype), t->shape, (int)t->ndim, t->offset, t->nbytes,
+                         x->ne);
+  if (o && fg_gguf_part_count(f) > 1) cJSON_AddNumberToObject(o, "part", t->part);
+  return o;
 }
 
 static cJSON *st_json(const fg_st_dir *d) {
@@ -209,16 +227,18 @@ static cJSON *st_json(const fg_st_dir *d) {
     for (size_t i = 0; i < nshards; i++) cJSON_AddItemToArray(sh, cJSON_CreateString(fg_st_dir_shard_name(d, i)));
     cJSON_AddItemToObject(root, "total_size", fg_cli_json_u64(fg_st_dir_total_size(d)));
   }
-  cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
-  for (size_t i = 0; i < fg_st_dir_count(d); i++) {
-    size_t shard;
-    const fg_st_tensor *t = fg_st_dir_tensor_at(d, i, &shard);
-    cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_info(t->dtype)->st_tag, t->shape, t->ndim, t->begin,
-                           t->nbytes);
-    if (nshards > 1) cJSON_AddStringToObject(o, "file", fg_st_dir_shard_name(d, shard));
-    cJSON_AddItemToArray(ts, o);
-  }
-  return root;
+  return root; /* the tensors follow, streamed (st_tensor_json) */
+}
+
+static cJSON *st_tensor_json(void *ctx, size_t i) {
+  const tensors_ctx *x = ctx;
+  const fg_st_dir *d = fg_ckpt_safetensors(x->c);
+  size_t shard;
+  const fg_st_tensor *t = fg_st_dir_tensor_at(d, i, &shard);
+  cJSON *o = tensor_json(t->name, t->name_len, fg_dtype_info(t->dtype)->st_tag, t->shape, t->ndim, t->begin,
+                         t->nbytes, x->ne);
+  if (o && fg_st_dir_shard_count(d) > 1) cJSON_AddStringToObject(o, "file", fg_st_dir_shard_name(d, shard));
+  return o;
 }
 
 /* ---------------------------------------------------------------- summary */
@@ -249,12 +269,6 @@ static const char *human(uint64_t b, char *buf, size_t n) {
   return buf;
 }
 
-static void print_shape(const uint64_t *s, int ndim) {
-  printf("[");
-  for (int d = 0; d < ndim; d++) printf(d ? ", %llu" : "%llu", (unsigned long long)s[d]);
-  printf("]");
-}
-
 /* A value cut to its first 60 bytes (an escape or a character is never split). */
 static void print_bytes_short(const char *s, size_t n) {
   char buf[60 * 4 + 1];
@@ -264,7 +278,7 @@ static void print_bytes_short(const char *s, size_t n) {
   if (shown < n) printf("... (%zu bytes)", n);
 }
 
-static int summary(const char *path, const fg_ckpt *c, bool full) {
+static int summary(const char *path, const fg_ckpt *c, bool full, bool ne) {
   size_t nt = fg_ckpt_count(c);
   hist *h = calloc(nt ? nt : 1, sizeof *h);
   if (!h) return 1;
@@ -299,7 +313,7 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
       else if (!fg_gguf_kv_int(f, i, &iv)) printf("%lld", (long long)iv);
       printf("\n");
     }
-    if (full) printf("tensors:\n");
+    if (full) printf("tensors (%s):\n", fg_cli_shape_label(ne));
     for (size_t i = 0; i < nt; i++) {
       const fg_gguf_tensor *t = fg_gguf_tensor_at(f, i);
       hist_add(h, &nh, fg_dtype_name(t->dtype), t->nbytes);
@@ -308,7 +322,7 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
         printf("  ");
         fg_cli_put_escaped(stdout, t->name, t->name_len, 48);
         printf(" %-8s ", fg_dtype_name(t->dtype));
-        print_shape(t->shape, (int)t->ndim);
+        fg_cli_print_shape(stdout, t->shape, (int)t->ndim, ne);
         printf("  offset %llu, %llu bytes\n", (unsigned long long)t->offset, (unsigned long long)t->nbytes);
       }
     }
@@ -330,7 +344,7 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
       print_bytes_short(v, vl);
       printf("\n");
     }
-    if (full) printf("tensors:\n");
+    if (full) printf("tensors (%s):\n", fg_cli_shape_label(ne));
     for (size_t i = 0; i < nt; i++) {
       size_t shard;
       const fg_st_tensor *t = fg_st_dir_tensor_at(d, i, &shard);
@@ -341,7 +355,7 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
         printf("  ");
         fg_cli_put_escaped(stdout, t->name, t->name_len, 48);
         printf(" %-8s ", tag);
-        print_shape(t->shape, t->ndim);
+        fg_cli_print_shape(stdout, t->shape, t->ndim, ne);
         printf("  offset %llu, %llu bytes", (unsigned long long)t->begin, (unsigned long long)t->nbytes);
         if (fg_st_dir_shard_count(d) > 1) {
           printf(" (");
@@ -363,30 +377,39 @@ static int summary(const char *path, const fg_ckpt *c, bool full) {
 
 int fg_cmd_inspect(int argc, char **argv) {
   const char *path = NULL;
-  bool json = false, full = false;
-  const fg_cli_opt opts[] = {{"--json", NULL, &json}, {"--full", NULL, &full}};
+  fg_cli_inspect_opts o = {0};
+  const fg_cli_opt opts[] = {{"--json", NULL, &o.json}, {"--full", NULL, &o.full}, {"--ne", NULL, &o.ne}};
   static const char *const pos_names[] = {"PATH"};
-  const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full]", usage, opts, 2, pos_names, &path, 1, 0};
+  const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full] [--ne]", usage, opts, 3, pos_names,
+                            &path, 1, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
-  if (fg_cli_is_train_dir(path)) return fg_cli_inspect_train_dir(path, json, full); /* inspect_dir.c */
+  if (fg_cli_is_train_dir(path)) return fg_cli_inspect_train_dir(path, &o); /* inspect_dir.c */
+  if ((rc = fg_cli_inspect_file(path, &o)) >= 0) return rc;                 /* inspect_files.c */
   fg_ckpt *c = NULL;
   if (fg_ckpt_open(path, &c) != FG_OK) {
     fg_cli_report("inspect", path);
     return 1;
   }
+  if (fg_ckpt_gguf(c) && fg_cli_gguf_is_imatrix(fg_ckpt_gguf(c))) {
+    fg_ckpt_close(c);
+    return fg_cli_inspect_imatrix(path, &o); /* inspect_imatrix.c */
+  }
   rc = 0;
   bool nomem = false;
-  char *dup = json && fg_ckpt_gguf(c) ? shared_spelling(fg_ckpt_gguf(c), &nomem) : NULL;
+  char *dup = o.json && fg_ckpt_gguf(c) ? shared_spelling(fg_ckpt_gguf(c), &nomem) : NULL;
   if (dup) {
     fg_cli_fail("inspect", path, "two metadata keys differ only in invalid UTF-8 bytes and would both print as %s in "
                 "JSON (the summary without --json shows them apart)", dup);
     free(dup);
     rc = 1;
-  } else if (json) {
-    cJSON *root = nomem ? NULL : fg_ckpt_gguf(c) ? gguf_json(fg_ckpt_gguf(c), full) : st_json(fg_ckpt_safetensors(c));
-    rc = fg_cli_json_print("inspect", path, root);
-  } else if (summary(path, c, full) != 0) {
+  } else if (o.json) {
+    tensors_ctx x = {c, o.ne};
+    const fg_gguf_file *g = fg_ckpt_gguf(c);
+    cJSON *root = nomem ? NULL : g ? gguf_json(g, o.full) : st_json(fg_ckpt_safetensors(c));
+    rc = fg_cli_json_print_streamed("inspect", path, root, "tensors", fg_ckpt_count(c),
+                                    g ? gguf_tensor_json : st_tensor_json, &x);
+  } else if (summary(path, c, o.full, o.ne) != 0) {
     fg_cli_fail("inspect", path, "out of memory");
     rc = 1;
   }

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "inspect.h"
+
 /* True when path is a training checkpoint directory (it holds trainer_state.json,
  * optimizer.fucina or adapters.safetensors; a folder with only model.safetensors is taken
  * for a Hugging Face folder). */
@@ -13,6 +15,6 @@ bool fg_cli_is_train_dir(const char *path);
 /* Prints the directory (readable, or one JSON object); returns the exit status: 0, or 1
  * after one line on stderr when a file is damaged or the directory is not committed (the
  * report of what is there is printed first in that case). */
-int fg_cli_inspect_train_dir(const char *path, bool json, bool full);
+int fg_cli_inspect_train_dir(const char *path, const fg_cli_inspect_opts *o);
 
 #endif

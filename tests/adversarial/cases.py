@@ -711,10 +711,13 @@ def cli_usage():
                     rss_mb=48, post=[empty_dir_or_absent("{d}/demo")]))
     out.append(case("help-help", u, ["help", "help"], 0))
     out.append(case("help-export", u, ["help", "export"], 0))
-    for cmd in ("inspect", "load", "cat"):
-        argv = {"inspect": ["inspect", "{f}"], "load": ["load", "{f}", "--device", "cpu"],
-                "cat": ["cat", "{f}", "a.weight"]}[cmd]
+    for cmd in ("load", "cat"):
+        argv = {"load": ["load", "{f}", "--device", "cpu"], "cat": ["cat", "{f}", "a.weight"]}[cmd]
         out.append(case("not-a-model-" + cmd, u, argv, 1, r"{f}", setup=notes, same_message="notes.txt"))
+    # inspect reads more kinds than models (frames, JSON, imatrices) and names them all
+    out.append(case("not-a-model-inspect", u, ["inspect", "{f}"], 1,
+                    r"{f}: 32 bytes starting 74 .*: not a GGUF, safetensors, optimizer frame, imatrix or JSON file",
+                    setup=notes))
     # output that cannot be written is a failure, said once
     full = "/dev/full"
     out.append(case("stdout-full-inspect", u, ["inspect", "{in}"], 1, r"(?i)stdout|standard output|write",

@@ -209,14 +209,13 @@ TEST(CliContract, StdoutWriteFailureIsAFailure) {
   }
 }
 
-// One file that is no model: the same problem from every command that opens it.
+// One file that is no model: the same problem from every command that opens it as a model.
 TEST(CliContract, OneNonModelFileOneMessage) {
   fgt::TempDir dir;
   std::string p = dir.file("notes.bin");
   const char junk[] = "hello, this is not a checkpoint at all";
   fgt::write_file(p, junk, sizeof junk - 1);
   const Case cases[] = {
-      {"inspect", "inspect " + p, 1},
       {"cat", "cat " + p + " x", 1},
       {"load", "load " + p + " --device cpu", 1},
       {"export", "export --from-gguf " + p + " --out " + dir.file("o.gguf"), 1},
@@ -232,6 +231,12 @@ TEST(CliContract, OneNonModelFileOneMessage) {
     EXPECT_EQ(problem, first) << c.args;
     EXPECT_EQ(problem.rfind(": " + p + ": ", 0), 0u) << problem;  // the file first, once
   }
+  // inspect reads more kinds than models, and names them all
+  std::string out, err;
+  EXPECT_EQ(fgt::run(cli("inspect " + p), &out, &err), 1);
+  expect_one_line("inspect", err, "inspect " + p);
+  EXPECT_EQ(err, "forgia inspect: " + p + ": 38 bytes starting 68 65 6c 6c 6f 2c 20 74 (\"hello, t\"): not a GGUF, "
+                 "safetensors, optimizer frame, imatrix or JSON file\n");
   EXPECT_EQ(list_dir(dir.path), std::set<std::string>{"notes.bin"});
 }
 

@@ -91,7 +91,8 @@ TEST(LoadCli, NeitherFormatIsOneClearLine) {
   EXPECT_EQ(std::string::npos, err.find("()")) << err;
   EXPECT_EQ(std::string::npos, err.find(p, err.find(p) + 1)) << err;  // the path once
   EXPECT_EQ(1, fgt::run(std::string(FORGIA_CLI) + " inspect " + p, &out, &ierr));
-  EXPECT_EQ(err.substr(strlen("forgia load")), ierr.substr(strlen("forgia inspect"))) << err << ierr;
+  // inspect reads more kinds than models: its line names them, with the same first bytes
+  EXPECT_EQ(0u, ierr.find("forgia inspect: " + p + ": 38 bytes starting 68 65 6c 6c ")) << ierr;
 }
 
 uint64_t field(const std::string &line, const std::string &after_number) {
