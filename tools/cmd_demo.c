@@ -29,6 +29,7 @@
 #include "forgia/safetensors.h"
 #include "train_demo.h"
 #include "util_args.h"
+#include "util_threads.h"
 #include "util_limits.h"
 #include "util_progress.h"
 #include "util_report.h"
@@ -60,13 +61,14 @@ typedef struct demo_model {
 } demo_model;
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: forgia demo [--dir DIR] [--device cpu|cuda|cuda:N|auto] [--only io|train]\n\n%s\n"
+  fprintf(f, "usage: forgia demo [--dir DIR] [--device cpu|cuda|cuda:N|auto] [--only io|train] [--threads N]\n\n%s\n"
              "Files are written under DIR (default ./forgia-demo) and left there for inspection.\n"
              "The training part (DIR/train) trains the two-spirals MLP of `forgia train spirals` with\n"
              "AdamW for %d steps with a checkpoint at %d, resumes it in a fresh process and checks\n"
              "that the result is byte-identical to the uninterrupted run, exports the model to\n"
              "safetensors and GGUF and inspects both and the checkpoint directory.\n"
-             "  --only io|train  run only the I/O part (the table) or only the training part\n",
+             "  --only io|train  run only the I/O part (the table) or only the training part\n"
+             "  --threads N      CPU threads (the bytes written do not depend on it)\n",
           fg_cmd_demo_summary, DEMO_TRAIN_STEPS, DEMO_TRAIN_STEPS / 2);
 }
 
@@ -304,7 +306,7 @@ static int measure(row *r, fg_device *dev, const demo_model *m) {
   return 0;
 }
 
-static const char synopsis[] = "forgia demo [--dir DIR] [--device D] [--only io|train]";
+static const char synopsis[] = "forgia demo [--dir DIR] [--device D] [--only io|train] [--threads N]";
 
 /* Removes what this run wrote (interrupted), reports it and gives the exit status. */
 static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir) {
@@ -314,11 +316,13 @@ static int interrupted(fg_cli_scratch *top, fg_cli_scratch *st, const char *dir)
 }
 
 int fg_cmd_demo(int argc, char **argv) {
-  const char *dir = NULL, *devspec = NULL, *only = NULL;
-  const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}, {"--only", &only, NULL}};
-  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 3, NULL, NULL, 0, 0};
+  const char *dir = NULL, *devspec = NULL, *only = NULL, *threads = NULL;
+  const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}, {"--only", &only, NULL},
+                             {"--threads", &threads, NULL}};
+  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 4, NULL, NULL, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
+  if ((rc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return rc;
   if (!dir) dir = "forgia-demo";
   if (only && strcmp(only, "io") != 0 && strcmp(only, "train") != 0)
     return fg_cli_usage_error(&spec, "--only", "'%s' is not io or train", only);

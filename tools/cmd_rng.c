@@ -10,6 +10,7 @@
 
 #include "forgia/forgia.h"
 #include "util_args.h"
+#include "util_threads.h"
 #include "util_report.h"
 #include "util_signal.h"
 
@@ -17,7 +18,7 @@ const char fg_cmd_rng_summary[] = "write values of one of Fucina's random stream
 
 static const char synopsis[] =
     "forgia rng --kind K --seed S [--offset I] --count N [--scale X] [--lo A --hi B] [--fan-in F] [--p P] "
-    "[--device D]";
+    "[--device D] [--threads N]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -39,6 +40,7 @@ static void usage(FILE *f) {
           "  --lo A --hi B  uniform: finite, A < B\n"
           "  --fan-in F   kaiming: F >= 1\n"
           "  --p P        dropout: 0 <= P < 1\n"
+          "  --threads N  CPU threads (the values do not depend on it)\n"
           "  --device D   compute on D (cpu, cuda, cuda:N, auto) instead of on the host: the same\n"
           "               values (gauss runs on the host and is copied to D; u64 always on the host)\n\n"
           "Values are numbers as C's strtof reads them (decimal or hex floats), rounded once to f32.\n"
@@ -144,14 +146,15 @@ static int run(const rng_job *j) {
 
 int fg_cmd_rng(int argc, char **argv) {
   const char *kind = NULL, *seed = NULL, *offset = NULL, *count = NULL, *scale = NULL, *lo = NULL, *hi = NULL,
-             *fan_in = NULL, *p = NULL, *device = NULL;
+             *fan_in = NULL, *p = NULL, *device = NULL, *threads = NULL;
   const fg_cli_opt opts[] = {{"--kind", &kind, NULL},   {"--seed", &seed, NULL},     {"--offset", &offset, NULL},
                              {"--count", &count, NULL}, {"--scale", &scale, NULL},   {"--lo", &lo, NULL},
                              {"--hi", &hi, NULL},       {"--fan-in", &fan_in, NULL}, {"--p", &p, NULL},
-                             {"--device", &device, NULL}};
+                             {"--device", &device, NULL}, {"--threads", &threads, NULL}};
   const fg_cli_spec spec = {"rng", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
+  if ((prc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return prc;
 
   rng_job j = {0};
   if (!kind) return fg_cli_usage_error(&spec, "--kind", "missing");
