@@ -303,6 +303,24 @@ TEST(CliWrites, ErrorsAreOneLine) {
   }
 }
 
+// --threads is the one spelling of the worker count; the bytes written never depend on it.
+TEST(CliWrites, ThreadsChangeNoBits) {
+  OptimFiles f;
+  std::string out, err;
+  ASSERT_EQ(0, fgt::run(f.cmd("--threads 1 --out " + q(f.d.file("o1.safetensors"))), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(f.cmd("--threads 3 --out " + q(f.d.file("o3.safetensors"))), &out, &err)) << err;
+  EXPECT_EQ(fgt::sha256_file(f.d.file("o1.safetensors")), fgt::sha256_file(f.d.file("o3.safetensors")));
+  ASSERT_EQ(0, fgt::run(cli + " train spirals --steps 5 --threads 1 --save " + q(f.d.file("t1")), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli + " train spirals --steps 5 --threads 2 --save " + q(f.d.file("t2")), &out, &err)) << err;
+  EXPECT_EQ(fgt::sha256_file(f.d.file("t1/model.safetensors")), fgt::sha256_file(f.d.file("t2/model.safetensors")));
+  for (const std::string &c : {f.cmd("--threads 0 --out " + q(f.out)), cli + " train spirals --threads x",
+                               cli + " load " + q(f.p) + " --threads 2000", cli + " rng --kind u64 --seed 1 --count 1 --threads -1"}) {
+    EXPECT_EQ(2, fgt::run(c, &out, &err)) << c;
+    EXPECT_EQ(1u, lines(err)) << err;
+    EXPECT_NE(std::string::npos, err.find("--threads")) << err;
+  }
+}
+
 TEST(CliWrites, HelpEsSaysUsageOnce) {
   std::string out, err;
   ASSERT_EQ(0, fgt::run(cli + " help es", &out, &err));
