@@ -6,8 +6,15 @@
 // shapes reversed from ne. A cancelled run leaves nothing behind.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -216,5 +223,57 @@ TEST_F(StOut, CancelledRunsLeaveNothing) {
   }
   fg_ckpt_close(src);
 }
+
+// SIGINT in the middle of a safetensors write (one file, or a folder): exit 130, nothing left
+// in the output's folder, neither the output nor a temporary file or folder.
+void interrupt(const std::vector<std::string> &out_args, const std::string &out_name) {
+  fgt::TempDir dir;
+  const std::string src = dir.file("big.safetensors"), outdir = dir.file("out"), errp = dir.file("err.txt");
+  std::vector<uint8_t> zeros(96u << 20);
+  const uint64_t shape[2] = {(uint64_t)(zeros.size() / 4 / 4096), 4096};
+  fg_st_write_tensor t = {"w.weight", FG_F32, 2, shape, zeros.data(), zeros.size()};
+  ASSERT_EQ(fg_st_save(src.c_str(), &t, 1, nullptr, 0), FG_OK) << fg_last_error();
+  ASSERT_EQ(0, fgt::run("mkdir '" + outdir + "'"));
+  std::vector<std::string> args = {"export", src, outdir + "/" + out_name, "--dtype", "bf16", "--threads", "1",
+                                   "--chunk-mib", "1"};
+  args.insert(args.end(), out_args.begin(), out_args.end());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), nul = open("/dev/null", O_WRONLY);
+    if (fd < 0 || nul < 0) _exit(127);
+    dup2(nul, 1);
+    dup2(fd, 2);
+    std::vector<char *> argv = {const_cast<char *>(FORGIA_CLI)};
+    for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(FORGIA_CLI, argv.data());
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  int st = 0;
+  bool started = false;  // its temporary file or folder is there
+  for (int i = 0; i < 120000 && !started; i++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) break;
+    started = !fgx::list_dir(outdir).empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  if (!started) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    FAIL() << "the export ended or never began writing";
+  }
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  const std::vector<uint8_t> e = fgt::read_file(errp);
+  const std::string err(e.begin(), e.end());
+  ASSERT_TRUE(WIFEXITED(st)) << err;
+  EXPECT_EQ(WEXITSTATUS(st), 130) << err;
+  const auto left = fgx::list_dir(outdir);
+  EXPECT_TRUE(left.empty()) << left.front();
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+}
+
+TEST(StOutSignal, SigintLeavesNoFile) { interrupt({}, "o.safetensors"); }
+TEST(StOutSignal, SigintLeavesNoFolder) { interrupt({"--shard-size", "8MB"}, "shards"); }
 
 }  // namespace
