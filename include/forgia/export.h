@@ -52,7 +52,9 @@
  * mixture's code) are removed and appended, in that order, after the copied keys. A safetensors source contributes its config.json under "safetensors.config." and
  * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
  * row-major shapes become GGUF ne (reversed). Keys and strings are copied byte for byte (NUL
- * bytes included), config.json numbers take the wire type that holds them exactly (integers
+ * bytes included in values; a key holding a NUL is FG_ERR_BAD_STRING naming the file and the
+ * entry, since C readers of GGUF such as ggml's gguf_find_key stop at it and would see "a\0b"
+ * and "a\0c" as one key), config.json numbers take the wire type that holds them exactly (integers
  * up to 2^64-1: INT32, INT64 or UINT64; floats beyond f32's range: FLOAT64); a number no
  * GGUF type holds (FG_ERR_RANGE) or two members that flatten to one key ({"a":{"b":1},
  * "a.b":2}: FG_ERR_DUPLICATE) fail the export, naming them (formats/export_meta.c).
@@ -100,7 +102,9 @@ typedef struct fg_export_target {
  * mixtures) and MXFP4; failing both, a single type named in another case ("Q4_k" is the
  * Q4_K_M mixture, "Q8_1" is unknown). A single type without a llama.cpp file-type code or
  * encoder in this build is FG_ERR_UNSUPPORTED; a mixture is accepted even when some of its
- * types cannot be encoded here (the plan shows them; see fg_export_plan_ready). */
+ * types cannot be encoded here (the plan shows them; see fg_export_plan_ready). Where the
+ * case of a name matters here ("q4_K" single, "q4_k" mixture), fg_export_target_parse_as
+ * below gives the CLI's two case-blind rules. */
 FG_API fg_status fg_export_target_parse(const char *name, fg_export_target *out);
 
 /* The two spellings the CLI takes (forgia help export), neither depending on letter case:

@@ -96,6 +96,9 @@ TEST_F(Names, MixtureOverSafetensorsSaysWhatToDo) {
                "give --dtype q4_K for the single type");
   EXPECT_EQ(fgt::read_file(st), before);
   ASSERT_EQ(run(st + " " + dir.file("m.gguf") + " --dtype q8_0"), 0) << err;
+  // F32, F16 and BF16 are one float type for every tensor: over safetensors, that type
+  EXPECT_EQ(plan_of(st + " " + dir.file("f.gguf") + " F16"), "single type f16");
+  EXPECT_EQ(plan_of("--from-safetensors " + st + " --dtype bf16"), "single type bf16");
 }
 
 }  // namespace

@@ -191,6 +191,14 @@ TEST_F(StOut, SafetensorsFolderSourceKeepsConfigAndLongNames) {
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->dtype, FG_BF16);
   fg_ckpt_close(c);
+  // the issue's own example: a Hugging Face folder to one f16 safetensors file
+  ASSERT_EQ(run(src + " " + dir.file("out.safetensors") + " f16"), 0) << err;
+  fg_st_file *sf = nullptr;
+  ASSERT_EQ(fg_st_open(dir.file("out.safetensors").c_str(), FG_MAP_READ, &sf), FG_OK) << fg_last_error();
+  ASSERT_NE(fg_st_find(sf, long_name.c_str()), nullptr);
+  EXPECT_EQ(fg_st_find(sf, long_name.c_str())->dtype, FG_F16);
+  EXPECT_EQ(fg_st_find(sf, "model.norm.weight")->dtype, FG_F32);  // not a matrix: kept
+  fg_st_close(sf);
   // the output may not be, or be inside, the input folder
   const std::vector<uint8_t> before = fgt::read_file(src + "/model.safetensors");
   EXPECT_EQ(run(src + " " + src + "/x --dtype f16 --shard-size 1MB"), 2) << err;
