@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,8 +381,7 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
                        const char *from_st, char *out, const char *dtype, const char *experts,
                        const char *chunk, const char *adapters, const char *alpha, const char *out_type,
                        const char *embd_type, bool dry, bool pure, bool requant, bool leave_output,
-                       bool keep_split, bool llama_type, const char *threads, const char *threads_flag,
-                       const char *shard) {
+                       bool keep_split, bool llama_type, int threads, const char *shard) {
   const fg_cli_spec spec = *specp;
   int rc;
   if (!from_gguf == !from_st)
@@ -395,13 +395,7 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
     return target_error(&spec, llama_type ? dtype : "--dtype");
   if (experts && fg_export_target_parse_as(experts, FG_EXPORT_SPELLING_DTYPE, &opt.experts))
     return target_error(&spec, "--experts-dtype");
-  if (threads) {
-    uint64_t n;
-    if (!fg_cli_parse_u64(threads, 10, &n) || n == 0 || n > 1024)
-      return fg_cli_usage_error(&spec, threads_flag,
-                                "'%s': expected a thread count 1..1024", threads);
-    opt.threads = (int)n;
-  }
+  opt.threads = threads;
   if (experts && opt.experts.mode == FG_EXPORT_MODE_MIXTURE)
     return fg_cli_usage_error(&spec, "--experts-dtype", "'%s' is a mixture; expected a single type (q4_K, ...)",
                               experts);
@@ -540,6 +534,13 @@ int fg_cmd_export(int argc, char **argv) {
   if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
   if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
   if (rc == FG_CLI_GO) rc = take_positional(&spec, pos, &from_gguf, &from_st, &out, &dtype, &llama_type, &threads);
+  uint64_t nthreads = 0;
+  if (rc == FG_CLI_GO && threads && (!fg_cli_parse_u64(threads, 10, &nthreads) || nthreads == 0 || nthreads > 1024))
+    rc = fg_cli_usage_error(&spec, pos[3] ? "NTHREADS" : "--threads", "'%s': expected a thread count 1..1024",
+                            threads);
+  /* every mode's parallel loops (the merge's, --ptqtp's solver) take it from here; the
+   * transcode also gets it in its options */
+  if (rc == FG_CLI_GO && nthreads) omp_set_num_threads((int)nthreads);
   if (rc != FG_CLI_GO) {
     fg_ptqtp_cli_free(&ptqtp);
     fg_tensor_types_cli_free(&tt);
@@ -566,7 +567,7 @@ int fg_cmd_export(int argc, char **argv) {
   } else {
     rc = export_main(&spec, &tt, im, imatrix, from_gguf, from_st, out_copy, dtype, experts, chunk, adapters, alpha,
                      out_type, embd_type, dry, pure, requant, leave_output, keep_split, llama_type,
-                     threads, pos[3] ? "NTHREADS" : "--threads", shard);
+                     (int)nthreads, shard);
   }
   free(out_copy);
   fg_imatrix_close(im);
