@@ -101,4 +101,28 @@ TEST_F(Names, MixtureOverSafetensorsSaysWhatToDo) {
   EXPECT_EQ(plan_of("--from-safetensors " + st + " --dtype bf16"), "single type bf16");
 }
 
+// The library's parser behind both spellings.
+TEST(NamesLib, ParseAs) {
+  fg_export_target t{};
+  ASSERT_EQ(fg_export_target_parse_as("q4_k", FG_EXPORT_SPELLING_DTYPE, &t), FG_OK) << fg_last_error();
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_DTYPE);
+  EXPECT_EQ(t.dtype, FG_Q4_K);
+  ASSERT_EQ(fg_export_target_parse_as("q4_k", FG_EXPORT_SPELLING_LLAMA, &t), FG_OK) << fg_last_error();
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_MIXTURE);
+  EXPECT_EQ(t.ftype, 15u);
+  ASSERT_EQ(fg_export_target_parse_as("mxfp4", FG_EXPORT_SPELLING_LLAMA, &t), FG_OK);
+  EXPECT_STREQ(fg_export_mixture_name(t.ftype), "MXFP4_MOE");
+  ASSERT_EQ(fg_export_target_parse_as("7", FG_EXPORT_SPELLING_LLAMA, &t), FG_OK);
+  EXPECT_STREQ(fg_export_mixture_name(t.ftype), "Q8_0");
+  ASSERT_EQ(fg_export_target_parse_as("copy", FG_EXPORT_SPELLING_LLAMA, &t), FG_OK);
+  EXPECT_EQ(t.mode, FG_EXPORT_MODE_VERBATIM);
+  EXPECT_EQ(fg_export_target_parse_as("copy", FG_EXPORT_SPELLING_DTYPE, &t), FG_ERR_UNSUPPORTED);
+  EXPECT_EQ(fg_export_target_parse_as("7", FG_EXPORT_SPELLING_DTYPE, &t), FG_ERR_UNSUPPORTED);
+  EXPECT_EQ(fg_export_target_parse_as("9999", FG_EXPORT_SPELLING_LLAMA, &t), FG_ERR_UNSUPPORTED);
+  EXPECT_EQ(fg_export_target_parse_as("nvfp4", FG_EXPORT_SPELLING_LLAMA, &t), FG_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(fg_last_error()).find("--dtype nvfp4"), std::string::npos) << fg_last_error();
+  EXPECT_EQ(fg_export_target_parse_as("q4_k", (fg_export_spelling)0, &t), FG_ERR_INVALID_ARG);
+  EXPECT_EQ(fg_export_target_parse_as(nullptr, FG_EXPORT_SPELLING_DTYPE, &t), FG_ERR_INVALID_ARG);
+}
+
 }  // namespace
