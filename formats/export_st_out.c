@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,9 @@ static bool gguf_value_text(const fg_gguf_file *g, size_t i, char *buf, size_t c
       break;
     case FG_GGUF_FLOAT32: case FG_GGUF_FLOAT64: /* enough digits to read back the same value */
       if (!fg_gguf_kv_float(g, i, &d)) n = snprintf(buf, cap, t == FG_GGUF_FLOAT32 ? "%.9g" : "%.17g", d);
+      /* printf writes the locale's decimal point; Python's float() reads '.' */
+      for (char *c = buf, dp = *localeconv()->decimal_point; n > 0 && dp != '.' && *c; c++)
+        if (*c == dp) *c = '.';
       break;
     case FG_GGUF_BOOL:
       if (!fg_gguf_kv_bool(g, i, &b)) n = snprintf(buf, cap, "%s", b ? "true" : "false");
