@@ -166,6 +166,12 @@ static void put_u64(st_buf *b, uint64_t v) {
 /* Records c->key (from c->path) as written; FG_ERR_DUPLICATE when an earlier member
  * flattened to it. */
 static fg_status claim_key(meta_ctx *c) {
+  /* C readers of GGUF (ggml's gguf_find_key) see a key up to its first NUL: "a\0b" and
+   * "a\0c" would read as one key "a" */
+  const char *nul = memchr(c->key.p, 0, c->key.len);
+  if (nul)
+    return fg_fail(FG_ERR_BAD_STRING, "%s: member %.*s: its key holds a NUL byte, which a GGUF key cannot carry "
+                   "(C readers stop there)", c->where, (int)c->path.len, c->path.p);
   if (c->nkeys == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 64;
     flat_key *k = realloc(c->keys, cap * sizeof *k);
@@ -363,6 +369,14 @@ fg_status fg_export_st_metadata(const fg_ckpt *s, fg_gguf_writer *w) {
     const char *k, *v;
     size_t kl, vl;
     if (!fg_st_metadata_at_n(f, i, &k, &kl, &v, &vl)) break;
+    /* values may hold NUL (GGUF strings carry a length); keys may not (see claim_key) */
+    const char *nul = memchr(k, 0, kl);
+    if (nul) {
+      st = fg_fail(FG_ERR_BAD_STRING, "%s: __metadata__ entry %zu: the key holds a NUL byte at byte %zu (\"%s\" "
+                   "then more), which a GGUF key cannot carry (C readers stop there)", fg_st_source(f), i,
+                   (size_t)(nul - k), k);
+      break;
+    }
     key.len = val.len = 0;
     st_buf_put(&key, prefix, sizeof prefix - 1);
     st_buf_put(&key, k, kl);

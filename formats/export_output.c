@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include "core/atomic_file.h"
@@ -50,5 +52,32 @@ fg_status fg_export_check_output(const fg_ckpt *src, const char *out_path) {
   fg_status s = fg_atomic_file_check(out_path, &canonical);
   if (!s && src) s = not_an_input(src, out_path, canonical);
   free(canonical);
+  return s;
+}
+
+/* A folder output is written under a temporary name beside it and renamed over it, which
+ * POSIX allows only over an empty folder; whatever is inside is checked as a file there. */
+fg_status fg_export_check_output_folder(const fg_ckpt *src, const char *dir) {
+  if (!dir || !*dir) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_check_output_folder: NULL or empty path");
+  struct stat st;
+  if (lstat(dir, &st) != 0) return fg_export_check_output(src, dir); /* its parent, and not inside an input */
+  if (!S_ISDIR(st.st_mode))
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: not a folder; a sharded safetensors output is a folder (absent or "
+                   "empty)", dir);
+  DIR *d = opendir(dir);
+  if (!d) return fg_fail(FG_ERR_IO, "%s: cannot read the folder: %s", dir, strerror(errno));
+  const struct dirent *e;
+  bool empty = true;
+  while (empty && (e = readdir(d)) != NULL) empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+  closedir(d);
+  if (!empty)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: a folder that is not empty; a sharded safetensors output goes into a "
+                   "new or empty folder", dir);
+  const size_t n = strlen(dir) + sizeof "/model.safetensors.index.json";
+  char *probe = malloc(n);
+  if (!probe) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", dir);
+  snprintf(probe, n, "%s/model.safetensors.index.json", dir);
+  fg_status s = fg_export_check_output(src, probe);
+  free(probe);
   return s;
 }

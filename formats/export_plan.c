@@ -52,6 +52,13 @@ static fg_status parse_single(const char *name, bool exact, fg_export_target *ou
   return FG_OK;
 }
 
+static fg_status unknown_target(const char *name) {
+  return fg_fail(FG_ERR_UNSUPPORTED, "export: unknown target '%s' (expected verbatim; a single type: f32, f16, "
+                 "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, tq1_0, tq2_0, iq4_nl, "
+                 "iq4_xs, mxfp4, nvfp4, q1_0 or q2_0; or a llama-quantize mixture: Q4_K_M, Q5_K_M, Q6_K, "
+                 "Q3_K_M, IQ4_XS, Q8_0, ...)", name);
+}
+
 fg_status fg_export_target_parse(const char *name, fg_export_target *out) {
   if (!name || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_target_parse: NULL argument");
   if (strcasecmp(name, "verbatim") == 0) {
@@ -73,10 +80,42 @@ fg_status fg_export_target_parse(const char *name, fg_export_target *out) {
   }
   st = parse_single(name, false, out, &found);
   if (found) return st;
-  return fg_fail(FG_ERR_UNSUPPORTED, "export: unknown target '%s' (expected verbatim; a single type: f32, f16, "
-                 "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, tq1_0, tq2_0, iq4_nl, "
-                 "iq4_xs, mxfp4, nvfp4, q1_0 or q2_0; or a llama-quantize mixture: Q4_K_M, Q5_K_M, Q6_K, "
-                 "Q3_K_M, IQ4_XS, Q8_0, ...)", name);
+  return unknown_target(name);
+}
+
+/* llama-quantize also takes the file-type code itself ("15" for Q4_K_M). */
+static const fg_mix_info *mix_by_number(const char *name) {
+  if (!*name || strlen(name) > 3 || strspn(name, "0123456789") != strlen(name)) return NULL;
+  return fg_mix_by_ftype((uint32_t)strtoul(name, NULL, 10));
+}
+
+fg_status fg_export_target_parse_as(const char *name, fg_export_spelling how, fg_export_target *out) {
+  if (!name || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_target_parse_as: NULL argument");
+  if (how != FG_EXPORT_SPELLING_DTYPE && how != FG_EXPORT_SPELLING_LLAMA)
+    return fg_fail(FG_ERR_INVALID_ARG, "fg_export_target_parse_as: spelling %d is not one of the enum's", (int)how);
+  if (strcasecmp(name, "verbatim") == 0 || (how == FG_EXPORT_SPELLING_LLAMA && strcasecmp(name, "COPY") == 0)) {
+    *out = (fg_export_target){FG_EXPORT_MODE_VERBATIM, FG_F32, 0};
+    return FG_OK;
+  }
+  bool found = false;
+  fg_status st = FG_OK;
+  if (how == FG_EXPORT_SPELLING_DTYPE) {
+    st = parse_single(name, false, out, &found);
+    if (found) return st;
+  }
+  const fg_mix_info *mi = fg_mix_find(name);
+  if (!mi && how == FG_EXPORT_SPELLING_LLAMA) mi = mix_by_number(name);
+  if (mi) {
+    *out = (fg_export_target){FG_EXPORT_MODE_MIXTURE, mi->dtype, mi->ftype};
+    return FG_OK;
+  }
+  if (how == FG_EXPORT_SPELLING_LLAMA) {
+    fg_export_target single;
+    if (parse_single(name, false, &single, &found) == FG_OK && found)
+      return fg_fail(FG_ERR_UNSUPPORTED, "export: '%s' is not one of llama-quantize's type names; for the "
+                     "single-type export give --dtype %s", name, fg_dtype_name(single.dtype));
+  }
+  return unknown_target(name);
 }
 
 const char *fg_export_mixture_name(uint32_t ftype) {
@@ -120,9 +159,10 @@ static bool ends_with(const char *s, const char *suffix) {
 static bool is_float(fg_dtype t) { return t == FG_F32 || t == FG_F16 || t == FG_BF16; }
 
 /* Checks that GGUF can carry a tensor and fills its GGUF description: ndim 1..4, ne and the
- * row-major shape (a 0-dim scalar becomes ne = {1}). Always true of a GGUF source. */
-static fg_status gguf_shape(const char *path, const fg_ckpt_tensor *x, fg_export_tensor *t) {
-  if (x->name_len == 0 || x->name_len >= FG_GGUF_MAX_NAME || memchr(x->name, 0, x->name_len))
+ * row-major shape (a 0-dim scalar becomes ne = {1}). Always true of a GGUF source. A
+ * safetensors output (to_st) takes names longer than GGUF's. */
+static fg_status gguf_shape(const char *path, const fg_ckpt_tensor *x, bool to_st, fg_export_tensor *t) {
+  if (x->name_len == 0 || (!to_st && x->name_len >= FG_GGUF_MAX_NAME) || memchr(x->name, 0, x->name_len))
     return fg_fail(FG_ERR_BAD_STRING, "%s: tensor '%s': name of %zu bytes cannot be a GGUF tensor name "
                    "(expected 1..%u bytes without NUL)", path, x->name, x->name_len, FG_GGUF_MAX_NAME - 1);
   if (fg_dtype_ggml_code(x->dtype) < 0)
@@ -409,12 +449,37 @@ static fg_status check_target(const fg_export_target *tg, const char *what) {
   return FG_OK;
 }
 
+/* A safetensors output holds dense types: every target must be a float type (or none). */
+static fg_status st_targets(const fg_export_plan *p) {
+  const fg_export_options *o = &p->opt;
+  if (o->dtype.mode == FG_EXPORT_MODE_MIXTURE)
+    return fg_fail(FG_ERR_UNSUPPORTED, "export: llama-quantize mixture %s writes GGUF; a safetensors output "
+                   "holds f32, f16 or bf16", fg_export_mixture_name(o->dtype.ftype));
+  if (o->keep_split) return fg_fail(FG_ERR_UNSUPPORTED, "export: --keep-split writes GGUF parts, not safetensors");
+  const fg_export_target *const tg[4] = {&o->dtype, &o->experts, &o->output_type, &o->token_embd_type};
+  for (int k = 0; k < 4; k++)
+    if (tg[k]->mode == FG_EXPORT_MODE_DTYPE && !is_float(tg[k]->dtype))
+      return fg_fail(FG_ERR_UNSUPPORTED, "export: %s is a block type; a safetensors output holds f32, f16 or bf16",
+                     fg_dtype_valid(tg[k]->dtype) ? fg_dtype_name(tg[k]->dtype) : "(invalid)");
+  for (size_t i = 0; i < o->n_tensor_types; i++)
+    if (o->tensor_types && fg_dtype_valid(o->tensor_types[i].dtype) && !is_float(o->tensor_types[i].dtype))
+      return fg_fail(FG_ERR_UNSUPPORTED, "export: tensor-type rule %zu gives %s, a block type; a safetensors "
+                     "output holds f32, f16 or bf16", i + 1, fg_dtype_name(o->tensor_types[i].dtype));
+  return FG_OK;
+}
+
 static fg_status plan_tensors(fg_export_plan *p) {
   fg_plan_ctx c = {.path = fg_ckpt_path(p->src), .opt = &p->opt};
+  const bool to_st = p->opt.format == FG_EXPORT_FORMAT_SAFETENSORS;
   fg_status st = FG_OK;
+  if (p->opt.format != FG_EXPORT_FORMAT_GGUF && !to_st)
+    return fg_fail(FG_ERR_INVALID_ARG, "export: format %d is not one of fg_export_format's", (int)p->opt.format);
+  if (p->opt.shard_bytes && !to_st)
+    return fg_fail(FG_ERR_INVALID_ARG, "export: shard_bytes is for a safetensors output; GGUF splits are not written");
+  if (to_st) st = st_targets(p);
   /* Every tensor must fit in GGUF before any target is looked at. */
   for (size_t i = 0; !st && i < p->n; i++) {
-    st = gguf_shape(c.path, fg_ckpt_tensor_at(p->src, i), &p->t[i]);
+    st = gguf_shape(c.path, fg_ckpt_tensor_at(p->src, i), to_st, &p->t[i]);
     p->t[i].src_index = i;
   }
   if (!st && p->opt.experts.mode == FG_EXPORT_MODE_MIXTURE)
@@ -445,6 +510,10 @@ static fg_status plan_tensors(fg_export_plan *p) {
       numel *= t->ne[d];
     }
     if (!st) st = fg_dtype_nbytes(t->dst_dtype, numel, &t->dst_bytes);
+    if (!st && to_st && quant(t->dst_dtype))
+      st = fg_fail(FG_ERR_UNSUPPORTED, "%s: tensor '%s' would stay %s, which safetensors cannot hold (dense types "
+                   "only): give a float target (f32, f16 or bf16) to dequantize it", c.path, t->name,
+                   fg_dtype_name(t->dst_dtype));
   }
   free_patterns(&c);
   p->opt.tensor_types = NULL;
@@ -505,6 +574,7 @@ size_t fg_export_plan_changed(const fg_export_plan *p) {
 }
 
 bool fg_export_plan_file_type(const fg_export_plan *p, uint32_t *code) {
+  if (p && p->opt.format == FG_EXPORT_FORMAT_SAFETENSORS) return false; /* a GGUF key */
   if (p && p->opt.dtype.mode == FG_EXPORT_MODE_MIXTURE) {
     if (code) *code = p->opt.dtype.ftype;
     return true;

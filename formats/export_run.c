@@ -79,7 +79,7 @@ static fg_status add_metadata(const fg_export_plan *p, fg_gguf_writer *w) {
 
 /* A source file modified in place while it was read (its size or modification time
  * changed) may have handed out a mix of old and new bytes: the output is not committed. */
-static fg_status sources_unchanged(const fg_export_plan *p) {
+fg_status fg_export_sources_unchanged(const fg_export_plan *p) {
   for (size_t i = 0; i < fg_ckpt_file_count(p->src); i++) {
     fg_status st = fg_mapping_check(fg_ckpt_file_at(p->src, i)->map);
     if (st) return fg_fail_prefix(st, "export: source ");
@@ -122,6 +122,7 @@ static fg_status open_part(const fg_export_plan *p, size_t part, size_t nparts, 
 fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
                         fg_export_progress_fn progress, void *user) {
   if (!p || !out_path) return fg_fail(FG_ERR_INVALID_ARG, "fg_export_run: NULL argument");
+  if (p->opt.format == FG_EXPORT_FORMAT_SAFETENSORS) return fg_export_run_safetensors(p, out_path, progress, user);
   const size_t nparts = fg_export_plan_outputs(p);
   if (nparts > UINT16_MAX)
     return fg_fail(FG_ERR_RANGE, "export: %zu output parts, GGUF's split.count holds at most 65535", nparts);
@@ -148,7 +149,7 @@ fg_status fg_export_run(const fg_export_plan *p, const char *out_path,
     c.prog.tensors_done = i + 1;
     if (!st) st = fg_export_report(&c, 0);
   }
-  if (!st) st = sources_unchanged(p);
+  if (!st) st = fg_export_sources_unchanged(p);
   /* every part is written before any is committed, so a failure leaves no new part behind */
   for (size_t i = 0; !st && i < nparts; i++) st = fg_gguf_writer_commit(ws[i]);
   /* After a failure a writer still owns its temporary file; freeing it removes the file. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic_file.h"
 #include "formats/export_stream.h"
 #include "forgia/quant.h"
 #include "forgia/quant_weighted.h"
@@ -180,7 +181,8 @@ static void write_ready(const chunk_job *j, chunk_writer *wr, chunk_errors *e) {
   while (wr->next < j->pieces && atomic_load_explicit(&j->c->done[wr->next], memory_order_acquire)) wr->next++;
   const uint64_t end = out_before(j, wr->next);
   if (end == wr->written) return;
-  fg_status st = fg_gguf_writer_write_data(j->c->w, j->c->obuf + wr->written, end - wr->written);
+  fg_status st = j->c->af ? fg_atomic_file_write(j->c->af, j->c->obuf + wr->written, end - wr->written)
+                          : fg_gguf_writer_write_data(j->c->w, j->c->obuf + wr->written, end - wr->written);
   if (st) {
     wr->st = st;
     snprintf(wr->msg, sizeof wr->msg, "%s", fg_last_error());
@@ -236,6 +238,7 @@ static fg_status run_chunk(chunk_job *j) {
 }
 
 static void init_threads(fg_export_cursor *c) {
+  if (c->threads < 1) c->threads = c->p->opt.threads;
   if (c->threads < 1) c->threads = omp_get_max_threads();
   if (c->threads < 1) c->threads = 1;
 }

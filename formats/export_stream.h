@@ -8,12 +8,13 @@
 
 #include "formats/export_internal.h"
 
-/* Zero-initialised apart from p, w, fn, user and prog; the caller points w at the tensor's
+/* Zero-initialised apart from p, w (or af), fn, user and prog; the caller points w at the tensor's
  * output file before each tensor and frees the buffers with fg_export_cursor_free, while
  * the source is still open. */
 typedef struct fg_export_cursor {
   const fg_export_plan *p;
   fg_gguf_writer *w;
+  struct fg_atomic_file *af; /* when set, the bytes go here instead of w (safetensors) */
   fg_export_progress prog;
   fg_export_progress_fn fn;
   void *user;

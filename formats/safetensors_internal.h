@@ -129,6 +129,11 @@ fg_status st_tensor_bytes(fg_dtype d, const uint64_t *shape, int ndim, uint64_t 
                           const char *where, const char *name, size_t name_len);
 
 /* Writes a whole buffer to a temp file next to path and renames it over path. */
+/* The header of fg_st_serialize (8-byte length, JSON padded with spaces to 8), after
+ * checking every tensor and key; *order (free it) gets the tensors in file order, *total the
+ * file size. with_data false: the data pointers are not looked at (a streaming writer). */
+fg_status st_header_build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *meta, size_t nmeta, bool with_data,
+                          st_buf *out, const fg_st_write_tensor ***order, uint64_t *total);
 fg_status st_write_atomic(const char *path, const void *head, size_t head_len,
                           const fg_st_write_tensor *const *order, size_t n);
 

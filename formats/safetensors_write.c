@@ -56,8 +56,8 @@ static fg_status check_utf8(const char *s, const char *what) {
 
 /* Validates everything and builds prefix + padded header; *order gets the tensors in
  * file order (free it), *total the file size. */
-static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *meta, size_t nmeta, st_buf *out,
-                       const fg_st_write_tensor ***order_out, uint64_t *total) {
+fg_status st_header_build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *meta, size_t nmeta, bool with_data,
+                          st_buf *out, const fg_st_write_tensor ***order_out, uint64_t *total) {
   if ((n && !ts) || (nmeta && !meta)) return fg_fail(FG_ERR_INVALID_ARG, "safetensors writer: NULL array");
   fg_status s = FG_OK;
   for (size_t i = 0; i < n; i++) {
@@ -80,7 +80,7 @@ static fg_status build(const fg_st_write_tensor *ts, size_t n, const fg_st_kv *m
       return fg_fail(FG_ERR_TENSOR_INVALID_INFO, "safetensors writer: tensor '%.200s': %llu bytes given, %s x shape "
                      "needs %llu", t->name, (unsigned long long)t->nbytes, fg_dtype_info(t->dtype)->st_tag,
                      (unsigned long long)want);
-    if (t->nbytes && !t->data)
+    if (with_data && t->nbytes && !t->data)
       return fg_fail(FG_ERR_INVALID_ARG, "safetensors writer: tensor '%.200s': NULL data", t->name);
   }
   for (size_t i = 0; i < nmeta; i++) {
@@ -186,7 +186,7 @@ fg_status fg_st_serialized_size(const fg_st_write_tensor *tensors, size_t n, con
   if (!out) return fg_fail(FG_ERR_INVALID_ARG, "fg_st_serialized_size: NULL out");
   st_buf b = {0};
   const fg_st_write_tensor **order = NULL;
-  fg_status s = build(tensors, n, meta, nmeta, &b, &order, out);
+  fg_status s = st_header_build(tensors, n, meta, nmeta, true, &b, &order, out);
   if (s) return s;
   free(b.p);
   free(order);
@@ -201,7 +201,7 @@ fg_status fg_st_serialize(const fg_st_write_tensor *tensors, size_t n, const fg_
   st_buf b = {0};
   const fg_st_write_tensor **order = NULL;
   uint64_t total = 0;
-  fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
+  fg_status s = st_header_build(tensors, n, meta, nmeta, true, &b, &order, &total);
   if (s) return s;
   if (total > SIZE_MAX) {
     free(b.p);
@@ -231,7 +231,7 @@ fg_status fg_st_write_frame(FILE *stream, const fg_st_write_tensor *tensors, siz
   st_buf b = {0};
   const fg_st_write_tensor **order = NULL;
   uint64_t total = 0;
-  fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
+  fg_status s = st_header_build(tensors, n, meta, nmeta, true, &b, &order, &total);
   if (s) return s;
   bool ok = fwrite(b.p, 1, b.len, stream) == b.len;
   for (size_t i = 0; ok && i < n; i++)
@@ -262,7 +262,7 @@ fg_status fg_st_save(const char *path, const fg_st_write_tensor *tensors, size_t
   st_buf b = {0};
   const fg_st_write_tensor **order = NULL;
   uint64_t total = 0;
-  fg_status s = build(tensors, n, meta, nmeta, &b, &order, &total);
+  fg_status s = st_header_build(tensors, n, meta, nmeta, true, &b, &order, &total);
   if (s) return fg_fail_prefix(s, "%s: ", path);
   s = st_write_atomic(path, b.p, b.len, order, n);
   free(b.p);

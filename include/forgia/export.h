@@ -52,7 +52,9 @@
  * mixture's code) are removed and appended, in that order, after the copied keys. A safetensors source contributes its config.json under "safetensors.config." and
  * the first shard's __metadata__ under "safetensors.metadata."; tensor names are kept and
  * row-major shapes become GGUF ne (reversed). Keys and strings are copied byte for byte (NUL
- * bytes included), config.json numbers take the wire type that holds them exactly (integers
+ * bytes included in values; a key holding a NUL is FG_ERR_BAD_STRING naming the file and the
+ * entry, since C readers of GGUF such as ggml's gguf_find_key stop at it and would see "a\0b"
+ * and "a\0c" as one key), config.json numbers take the wire type that holds them exactly (integers
  * up to 2^64-1: INT32, INT64 or UINT64; floats beyond f32's range: FLOAT64); a number no
  * GGUF type holds (FG_ERR_RANGE) or two members that flatten to one key ({"a":{"b":1},
  * "a.b":2}: FG_ERR_DUPLICATE) fail the export, naming them (formats/export_meta.c).
@@ -100,8 +102,25 @@ typedef struct fg_export_target {
  * mixtures) and MXFP4; failing both, a single type named in another case ("Q4_k" is the
  * Q4_K_M mixture, "Q8_1" is unknown). A single type without a llama.cpp file-type code or
  * encoder in this build is FG_ERR_UNSUPPORTED; a mixture is accepted even when some of its
- * types cannot be encoded here (the plan shows them; see fg_export_plan_ready). */
+ * types cannot be encoded here (the plan shows them; see fg_export_plan_ready). Where the
+ * case of a name matters here ("q4_K" single, "q4_k" mixture), fg_export_target_parse_as
+ * below gives the CLI's two case-blind rules. */
 FG_API fg_status fg_export_target_parse(const char *name, fg_export_target *out);
+
+/* The two spellings the CLI takes (forgia help export), neither depending on letter case:
+ *   FG_EXPORT_SPELLING_DTYPE (--dtype, as Fucina's export): "verbatim"; a single type's name
+ *     above in any case ("q4_k", "Q4_K", "q4_K") is that single type; any other
+ *     llama-quantize name ("Q4_K_M", "IQ2_XS", "MXFP4_MOE", ...) is the mixture.
+ *   FG_EXPORT_SPELLING_LLAMA (the positional TYPE, as llama-quantize): llama-quantize's
+ *     table in any case, with its aliases (Q3_K, Q4_K, Q5_K are the _M mixtures, MXFP4 is
+ *     MXFP4_MOE, so "Q8_0" and "f16" are mixtures too), its file-type codes ("15") and COPY
+ *     (= "verbatim"); a single type outside that table ("nvfp4") is FG_ERR_UNSUPPORTED, the
+ *     message naming the --dtype spelling. */
+typedef enum fg_export_spelling {
+  FG_EXPORT_SPELLING_DTYPE = 1,
+  FG_EXPORT_SPELLING_LLAMA = 2,
+} fg_export_spelling;
+FG_API fg_status fg_export_target_parse_as(const char *name, fg_export_spelling how, fg_export_target *out);
 
 /* llama-quantize's name of a mixture code ("Q4_K_M" for 15); NULL when none. */
 FG_API const char *fg_export_mixture_name(uint32_t ftype);
@@ -110,6 +129,30 @@ FG_API const char *fg_export_mixture_name(uint32_t ftype);
  * variants; q2_K reports MOSTLY_Q2_K, mxfp4 MOSTLY_MXFP4_MOE). FG_ERR_UNSUPPORTED when t
  * has none. */
 FG_API fg_status fg_export_file_type(fg_dtype t, uint32_t *code);
+
+/* What fg_export_run writes (fg_export_options.format). */
+typedef enum fg_export_format {
+  FG_EXPORT_FORMAT_GGUF = 0,        /* one GGUF file (or its parts, with keep_split) */
+  /* Safetensors: the tensors under their source names (a GGUF's own names), shapes row-major
+   * (GGUF's ne reversed), in the upstream writer's order (formats/safetensors_write.c).
+   * Dense types only: every tensor must end up f32, f16, bf16, f64 or an integer type, so
+   * a block-quantized source needs a float target (f32/f16/bf16: it is dequantized, the
+   * values those of fg_dequantize) and the target itself must be a float type or verbatim
+   * (a mixture or block target is FG_ERR_UNSUPPORTED at planning, as is a tensor that would
+   * stay a block type, named). __metadata__: "format": "pt" (what transformers asks for),
+   * then a safetensors source's first-shard __metadata__ (entries holding a NUL byte are
+   * FG_ERR_BAD_STRING), or a GGUF source's scalar keys as strings (integers and bools in
+   * decimal / 0 1, floats printed exactly: %.9g for FLOAT32, %.17g for FLOAT64); arrays
+   * (the tokenizer's among them) and strings that are not UTF-8 or hold a NUL are dropped.
+   * With shard_bytes 0, out_path is the file. Otherwise out_path is a folder (absent or
+   * empty): the tensors, greedily in plan order, go into shards of at most shard_bytes of
+   * tensor data (a larger tensor alone in its own), named model-0000i-of-0000N.safetensors
+   * beside model.safetensors.index.json (metadata.total_size, weight_map; transformers'
+   * layout), or model.safetensors alone when one shard holds them all, plus a safetensors
+   * source's config.json byte for byte. The folder is written under a temporary name beside
+   * it and renamed into place at the end: it appears whole or not at all. */
+  FG_EXPORT_FORMAT_SAFETENSORS = 1,
+} fg_export_format;
 
 /* One --tensor-type override: tensors whose name the PCRE2 pattern finds take dtype. */
 typedef struct fg_export_tensor_rule {
@@ -145,6 +188,11 @@ typedef struct fg_export_options {
    * (when there are two or more); tensors in source order (part, then offset), which is also
    * the order a mixture's rules visit them in, as in llama-quantize. GGUF sources only. */
   bool keep_split;
+  /* Threads that decode and encode (the bytes do not depend on their number); 0: OpenMP's
+   * default (omp_get_max_threads). */
+  int threads;
+  fg_export_format format;    /* GGUF unless set; see fg_export_format */
+  uint64_t shard_bytes;       /* FG_EXPORT_FORMAT_SAFETENSORS: 0 one file, else a sharded folder */
 } fg_export_options;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -254,6 +302,10 @@ typedef bool (*fg_export_progress_fn)(const fg_export_progress *p, void *user);
  *     FG_ERR_INVALID_ARG with a message naming out_path and the input.
  * src may be NULL: then only the first two points are checked. */
 FG_API fg_status fg_export_check_output(const fg_ckpt *src, const char *out_path);
+/* The same for a sharded safetensors folder (fg_export_format): dir absent (its parent an
+ * existing, writable folder) or an empty folder (FG_ERR_INVALID_ARG when it holds anything
+ * or is not a folder), and neither an input nor inside an input folder. */
+FG_API fg_status fg_export_check_output_folder(const fg_ckpt *src, const char *dir);
 
 /* Writes the planned output to out_path (temporary file + rename, see
  * fg_export_check_output for what out_path may be; it is checked before any work). One

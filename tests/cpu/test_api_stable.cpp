@@ -171,6 +171,12 @@ const Pin kExportMode[] = {
     P(FG_EXPORT_MODE_MIXTURE, 3),
 };
 
+// fg_export_format, fg_export_spelling
+const Pin kExportFormat[] = {
+    P(FG_EXPORT_FORMAT_GGUF, 0), P(FG_EXPORT_FORMAT_SAFETENSORS, 1),
+    P(FG_EXPORT_SPELLING_DTYPE, 1), P(FG_EXPORT_SPELLING_LLAMA, 2),
+};
+
 // fg_export_action
 const Pin kExportAction[] = {
     P(FG_EXPORT_ACTION_COPY, 0), P(FG_EXPORT_ACTION_CONVERT, 1), P(FG_EXPORT_ACTION_DEQUANT, 2),
@@ -268,6 +274,7 @@ TEST(ApiStable, OframeDtype) { check(kOframeDtype); }
 TEST(ApiStable, ImatrixFormat) { check(kImatrixFormat); }
 TEST(ApiStable, ExportMode) { check(kExportMode); }
 TEST(ApiStable, ExportAction) { check(kExportAction); }
+TEST(ApiStable, ExportFormat) { check(kExportFormat); }
 TEST(ApiStable, ExportWhy) { check(kExportWhy); }
 TEST(ApiStable, ExportPtqtpWhy) { check(kExportPtqtpWhy); }
 TEST(ApiStable, LoadDtype) { check(kLoadDtype); }

@@ -231,6 +231,15 @@ TEST(ExportMerge, CliMergesAndRefusesBadCombinations) {
   ASSERT_EQ(0, fgt::run(base + " --adapters " + d.path + " --alpha 16", &so, &se)) << se;
   EXPECT_NE(std::string::npos, so.find("merge blk.0.attn_q.weight (rank 4, scale 4)")) << so;
   EXPECT_NE(std::string::npos, so.find("merged 3 LoRA adapters")) << so;
+  {  // the last progress line counts the output's bytes against their total, not against 0 B
+    const size_t line = se.find("[7/7] ");
+    ASSERT_NE(std::string::npos, line) << se;
+    const size_t open = se.find(" (", line), of = se.find(" of ", open), comma = se.find(", ", of);
+    ASSERT_NE(std::string::npos, comma) << se;
+    const std::string done = se.substr(open + 2, of - open - 2), total = se.substr(of + 4, comma - of - 4);
+    EXPECT_EQ(done, total) << se;
+    EXPECT_NE(total, "0 B") << se;
+  }
   check_output(out, 16.0f);
   // The library and the CLI write the same file.
   const std::string lib = d.file("lib.gguf");

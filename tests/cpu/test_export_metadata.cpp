@@ -1,12 +1,15 @@
 // Metadata of a safetensors checkpoint exported to GGUF keeps every byte and every value:
-// NUL bytes in __metadata__ keys and values (two keys that differ after a NUL stay two keys),
+// NUL bytes in __metadata__ and config.json values (a NUL in a key is refused: C readers of
+// GGUF would see "a\0b" and "a\0c" as one key "a"),
 // config.json integers up to 2^64-1 exactly, floats beyond f32 as FLOAT64; what GGUF cannot
 // hold, and two members that flatten to one key, are errors naming them. gguf-py reads the
 // same file the same way: tests/interop/test_metadata_interop.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "export_fixtures.h"
@@ -96,9 +99,8 @@ TEST(ExportMetadata, NulBytesAndExactNumbersSurvive) {
   const char *k, *v;
   size_t kl, vl;
   ASSERT_TRUE(fg_st_metadata_at_n(sf, 2, &k, &kl, &v, &vl));
-  EXPECT_EQ(std::string(k, kl), std::string("a\0c", 3));
+  EXPECT_EQ(std::string(k, kl), "c");
   EXPECT_EQ(std::string(v, vl), std::string("2\0003", 3));
-  EXPECT_STREQ(fg_st_metadata_find(sf, "a"), "x");  // not "1": "a\0b" is another key
   fg_st_close(sf);
 
   const std::string out = dir.file("out.gguf");
@@ -147,16 +149,46 @@ TEST(ExportMetadata, NumbersNoGgufTypeHoldsAreAnError) {
       << fg_last_error();
 }
 
+// A NUL byte in a __metadata__ or config.json key is refused, naming the file and the key
+// (the reader tells such keys apart by length, but a GGUF key is a C string to ggml's
+// gguf_find_key); the CLI says so in one line, exit 1, and writes nothing.
+TEST(ExportMetadata, NulInAKeyIsRefused) {
+  fgt::TempDir dir;
+  const std::string model = fgm::write_checkpoint(dir.path, fgm::kNulKeyMetadata, "");
+  fg_st_file *sf = nullptr;
+  ASSERT_EQ(fg_st_open((model + "/model.safetensors").c_str(), FG_MAP_READ, &sf), FG_OK) << fg_last_error();
+  EXPECT_STREQ(fg_st_metadata_find(sf, "a"), "x");  // the reader keeps "a\0b" apart from "a"
+  fg_st_close(sf);
+  const std::string out = dir.file("out.gguf");
+  ASSERT_EQ(fgx::export_file(model, false, fgx::opts(nullptr), out), FG_ERR_BAD_STRING);
+  std::string m = fg_last_error();
+  EXPECT_NE(m.find(model + "/model.safetensors: __metadata__ entry 1: the key holds a NUL byte at byte 1"),
+            std::string::npos) << m;
+  EXPECT_FALSE(std::ifstream(out).good());
+
+  const std::vector<uint8_t> before = fgt::read_file(model + "/model.safetensors");
+  std::string sout, err;
+  EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " export '" + model + "' '" + out + "' f16", &sout, &err), 1) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("__metadata__ entry 1"), std::string::npos) << err;
+  EXPECT_FALSE(std::ifstream(out).good());
+  EXPECT_EQ(fgt::read_file(model + "/model.safetensors"), before);
+
+  fgt::TempDir d2;
+  ASSERT_EQ(export_config(d2, R"({"ok":1,"x":{"a\u0000b":"v"}})"), FG_ERR_BAD_STRING);
+  m = fg_last_error();
+  EXPECT_NE(m.find("config.json: member [\"x\"][\"a\\u0000b\"]: its key holds a NUL byte"), std::string::npos) << m;
+  EXPECT_FALSE(std::ifstream(d2.file("out.gguf")).good());
+}
+
 // inspect --json spells keys that differ after a NUL apart (and never prints a key twice).
 TEST(ExportMetadata, InspectJsonKeepsNulKeysApart) {
   fgt::TempDir dir;
-  const std::string model = fgm::write_checkpoint(dir.path, fgm::kMetadata, "");
-  const std::string out = dir.file("out.gguf");
-  ASSERT_EQ(fgx::export_file(model, false, fgx::opts(nullptr), out), FG_OK) << fg_last_error();
-  for (const std::string &path : {model + "/model.safetensors", out}) {
+  const std::string model = fgm::write_checkpoint(dir.path, fgm::kNulKeyMetadata, "");
+  for (const std::string &path : {model + "/model.safetensors"}) {
     std::string text, err;
     ASSERT_EQ(fgt::run(std::string(FORGIA_CLI) + " inspect --json '" + path + "'", &text, &err), 0) << err;
-    const std::string prefix = path == out ? "safetensors.metadata." : "";
+    const std::string prefix;
     for (const char *k : {"a\\u0000b", "a\\u0000c", "a"}) {
       const std::string q = "\"" + prefix + k + "\":";
       const size_t at = text.find(q);

@@ -108,7 +108,8 @@ TEST_F(Cli, PositionalFormIsTheFlagsForm) {
       {model + " " + o + " Q4_K_M --dtype Q8_0", "mode is given twice"},
       {model + " " + o + " --out " + o, "output is given twice"},
       {model + " --from-gguf " + model + " --out " + o, "input is given twice"},
-      {model + " " + o + " Q4_K_M extra", "unexpected argument"},
+      {model + " " + o + " Q4_K_M extra", "expected a thread count"},  // llama-quantize's NTHREADS
+      {model + " " + o + " Q4_K_M 2 extra", "unexpected argument"},
       {model, "--out"},
   };
   for (const auto &k : bad) {

@@ -1,5 +1,5 @@
-// gguf-py reads the metadata forgia exports from safetensors as forgia wrote it: keys and
-// strings holding NUL bytes (keys that differ only after one stay apart), config.json
+// gguf-py reads the metadata forgia exports from safetensors as forgia wrote it: strings
+// holding NUL bytes (keys cannot: the export refuses them), config.json
 // integers beyond 2^53 exact in UINT64/INT64, floats beyond f32 as FLOAT64. The list of what
 // must be there is tests/cpu/metadata_fixtures.h (forgia's own reader: test_export_metadata).
 #include <gtest/gtest.h>
@@ -31,7 +31,7 @@ for k, f in r.fields.items():
     print(k.encode("utf-8").hex(), ",".join(map(str, types)), s)
 )PY";
 
-TEST(MetadataInterop, GgufPyReadsNulKeysAndExactNumbers) {
+TEST(MetadataInterop, GgufPyReadsNulValuesAndExactNumbers) {
   fgt::TempDir dir;
   const std::string model = fgm::write_checkpoint(dir.path, fgm::kMetadata, fgm::kConfig);
   const std::string out = dir.file("out.gguf");
