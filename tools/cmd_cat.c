@@ -170,49 +170,14 @@ static fg_status find(const fg_ckpt *c, const char *name, cat_tensor *out) {
   return FG_OK;
 }
 
-/* The argument parser refuses an empty positional (a typo everywhere else), but "" is a valid
- * safetensors tensor name. An empty argument in a positional's place is handed to the parser
- * as this stand-in (its text, two quotes, is how a message about it reads), told apart by
- * its address, never by its text. */
-static char empty_arg[] = "\"\"";
-
-/* argv with every empty positional replaced by empty_arg: the empty value of an option
- * ("--as ''") stays, for the parser to refuse. */
-static char **mark_empty(int argc, char **argv) {
-  char **v = malloc(((size_t)argc + 1) * sizeof *v);
-  if (!v) return NULL;
-  bool options_done = false;
-  for (int i = 0; i < argc; i++) {
-    v[i] = argv[i];
-    if (i == 0) continue;
-    if (!options_done && strcmp(argv[i], "--") == 0) {
-      options_done = true;
-    } else if (!options_done && strcmp(argv[i], "--as") == 0 && i + 1 < argc) {
-      v[i + 1] = argv[i + 1];
-      i++;
-    } else if (argv[i][0] == '\0') {
-      v[i] = empty_arg;
-    }
-  }
-  v[argc] = NULL;
-  return v;
-}
-
 int fg_cmd_cat(int argc, char **argv) {
   const char *args[2] = {NULL, NULL}, *as = NULL;
   const fg_cli_opt opts[] = {{"--as", &as, NULL}};
   static const char *const pos_names[] = {"PATH", "TENSOR"};
-  const fg_cli_spec spec = {"cat", "forgia cat PATH TENSOR [--as f32]", usage, opts, 1, pos_names, args, 2, 0};
-  char **marked = mark_empty(argc, argv);
-  if (!marked) {
-    fg_cli_fail("cat", NULL, "out of memory");
-    return 1;
-  }
-  int prc = fg_cli_parse(&spec, argc, marked);
-  free(marked);
+  const fg_cli_spec spec = {"cat", "forgia cat PATH TENSOR [--as f32]", usage, opts, 1, pos_names, args, 2, 0,
+                            1u << 1 /* TENSOR: safetensors allows the name "" */};
+  int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
-  if (args[0] == empty_arg) return fg_cli_usage_error(&spec, "PATH", "empty");
-  if (args[1] == empty_arg) args[1] = "";
   if (as && strcmp(as, "f32") != 0) return fg_cli_usage_error(&spec, "--as", "takes f32, not '%s'", as);
   if (isatty(STDOUT_FILENO))
     return fg_cli_usage_error(&spec, "stdout",

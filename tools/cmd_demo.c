@@ -319,7 +319,7 @@ int fg_cmd_demo(int argc, char **argv) {
   const char *dir = NULL, *devspec = NULL, *only = NULL, *threads = NULL;
   const fg_cli_opt opts[] = {{"--dir", &dir, NULL}, {"--device", &devspec, NULL}, {"--only", &only, NULL},
                              {"--threads", &threads, NULL}};
-  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 4, NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"demo", synopsis, usage, opts, 4, NULL, NULL, 0, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if ((rc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return rc;

@@ -11,7 +11,7 @@ const char fg_cmd_devices_summary[] = "list CPU packages, NUMA nodes, cores, cac
 static void usage(FILE *f) { fprintf(f, "usage: forgia devices\n\n%s\n", fg_cmd_devices_summary); }
 
 int fg_cmd_devices(int argc, char **argv) {
-  const fg_cli_spec spec = {"devices", "forgia devices", usage, NULL, 0, NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"devices", "forgia devices", usage, NULL, 0, NULL, NULL, 0, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (fg_topology_print(stdout) != FG_OK) {

@@ -116,7 +116,7 @@ static int spirals(int argc, char **argv) {
                              {"--iterations", &iterations, NULL}, {"--seed", &seed, NULL},
                              {"--threads", &threads, NULL},       {"--save-every", &every, NULL},
                              {"--force", NULL, &force}};
-  const fg_cli_spec spec = {"es", spirals_synopsis, spirals_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"es", spirals_synopsis, spirals_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   es_spirals_opts o = {.population = ES_SPIRALS_DEFAULT_POPULATION,
@@ -193,7 +193,7 @@ static int replay(int argc, char **argv) {
   const fg_cli_opt opts[] = {{"--config", &config, NULL}, {"--params", &params, NULL}, {"--rewards", &rewards, NULL},
                              {"--out", &out, NULL},       {"--device", &device, NULL}, {"--in-place", NULL, &in_place},
                              {"--threads", &threads, NULL}};
-  const fg_cli_spec spec = {"es", replay_synopsis, replay_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"es", replay_synopsis, replay_usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   const char *missing = !config ? "--config" : !params ? "--params" : !rewards ? "--rewards" : !out ? "--out" : NULL;
@@ -257,7 +257,7 @@ static int replay(int argc, char **argv) {
 int fg_cmd_es(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "spirals") == 0) return spirals(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "replay") == 0) return replay(argc - 1, argv + 1);
-  const fg_cli_spec spec = {"es", synopsis, usage, NULL, 0, NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"es", synopsis, usage, NULL, 0, NULL, NULL, 0, 0, 0};
   if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     usage(stdout);
     return 0;

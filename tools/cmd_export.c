@@ -527,7 +527,7 @@ int fg_cmd_export(int argc, char **argv) {
                              {"--threads", &threads, NULL},     {"--shard-size", &shard, NULL}};
   static const char *const pos_names[4] = {"IN", "OUT", "TYPE", "NTHREADS"};
   const char *pos[4] = {NULL, NULL, NULL, NULL};
-  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, pos, 4, 4};
+  const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, pos, 4, 4, 0};
   fg_ptqtp_cli ptqtp; /* --ptqtp* flags are taken out first (tools/util_ptqtp.h) */
   fg_tensor_types_cli tt = {0};
   int rc = fg_ptqtp_cli_take(&spec, &argc, argv, &ptqtp);

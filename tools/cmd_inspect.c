@@ -381,7 +381,7 @@ int fg_cmd_inspect(int argc, char **argv) {
   const fg_cli_opt opts[] = {{"--json", NULL, &o.json}, {"--full", NULL, &o.full}, {"--ne", NULL, &o.ne}};
   static const char *const pos_names[] = {"PATH"};
   const fg_cli_spec spec = {"inspect", "forgia inspect PATH [--json] [--full] [--ne]", usage, opts, 3, pos_names,
-                            &path, 1, 0};
+                            &path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (fg_cli_is_train_dir(path)) return fg_cli_inspect_train_dir(path, &o); /* inspect_dir.c */

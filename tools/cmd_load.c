@@ -175,7 +175,7 @@ int fg_cmd_load(int argc, char **argv) {
                              {"--lazy", NULL, &a.lazy},     {"--keep-quant", NULL, &a.keep_quant},
                              {"--threads", &a.threads, NULL}};
   static const char *const pos_names[] = {"PATH"};
-  const fg_cli_spec spec = {"load", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &a.path, 1, 0};
+  const fg_cli_spec spec = {"load", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &a.path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (a.ring && (rc = parse_ring(&spec, &a)) != FG_CLI_GO) return rc;

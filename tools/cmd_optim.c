@@ -256,7 +256,7 @@ int fg_cmd_optim(int argc, char **argv) {
                              {"--steps", &steps, NULL},   {"--out", &out, NULL},          {"--first-grad", &first, NULL},
                              {"--device", &device, NULL}, {"--state-in", &state_in, NULL},
                              {"--state-out", &state_out, NULL}, {"--threads", &threads, NULL}};
-  const fg_cli_spec spec = {"optim", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"optim", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
   const char *missing = !config ? "--config" : !params ? "--params" : !grads ? "--grads" : !steps ? "--steps" : !out ? "--out" : NULL;

@@ -151,7 +151,7 @@ int fg_cmd_rng(int argc, char **argv) {
                              {"--count", &count, NULL}, {"--scale", &scale, NULL},   {"--lo", &lo, NULL},
                              {"--hi", &hi, NULL},       {"--fan-in", &fan_in, NULL}, {"--p", &p, NULL},
                              {"--device", &device, NULL}, {"--threads", &threads, NULL}};
-  const fg_cli_spec spec = {"rng", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0};
+  const fg_cli_spec spec = {"rng", synopsis, usage, opts, sizeof opts / sizeof opts[0], NULL, NULL, 0, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
   if ((prc = fg_cli_threads(&spec, threads, NULL)) != FG_CLI_GO) return prc;

@@ -203,7 +203,7 @@ int fg_cmd_tokenize(int argc, char **argv) {
                              {"--template", &tmpl_name, NULL},
                              {"--date", &date, NULL}};
   const char *const pos_names[] = {"PATH"};
-  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, 8, pos_names, &path, 1, 0};
+  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, 8, pos_names, &path, 1, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
   if ((text != NULL) + (file != NULL) + (chat_file != NULL) != 1)

@@ -57,7 +57,7 @@ int fg_cmd_train(int argc, char **argv) {
                              {"--seed", &seed, NULL},     {"--save", &save, NULL},   {"--save-every", &every, NULL},
                              {"--resume", &resume, NULL}, {"--force", NULL, &force}, {"--threads", &threads, NULL}};
   static const char *const pos_names[] = {"TASK"};
-  const fg_cli_spec spec = {"train", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &task, 1, 0};
+  const fg_cli_spec spec = {"train", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &task, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (strcmp(task, "spirals") != 0) return fg_cli_usage_error(&spec, task, "unknown task (the one task is spirals)");

@@ -52,7 +52,8 @@ int fg_cli_parse(const fg_cli_spec *s, int argc, char **argv) {
     }
     if (options_done || a[0] != '-' || a[1] == '\0') {
       if (npos == s->n_pos) return fg_cli_usage_error(s, a, "unexpected argument");
-      if (a[0] == '\0') return fg_cli_usage_error(s, s->pos_names[npos], "empty");
+      if (a[0] == '\0' && !(npos < 32 && (s->pos_may_be_empty >> npos & 1u)))
+        return fg_cli_usage_error(s, s->pos_names[npos], "empty");
       s->pos[npos++] = a;
       continue;
     }

@@ -28,6 +28,7 @@ typedef struct fg_cli_spec {
   const char **pos;               /* where they go */
   size_t n_pos;
   size_t n_pos_optional;          /* how many of the last ones may be left out (0: all required) */
+  unsigned pos_may_be_empty;      /* bit i: positional i may be "" (else an empty one is bad usage) */
 } fg_cli_spec;
 
 #define FG_CLI_GO (-1)
