@@ -37,7 +37,7 @@ int fg_cli_save_dir_check(const char *cmd, const char *dir, const char *const *i
    * its own checkpoint, which it has read whole before the first save */
   const char *all[9];
   if (n > 8) n = 8;
-  memcpy(all, inputs, n * sizeof *all);
+  if (n) memcpy(all, inputs, n * sizeof *all);
   all[n] = same_dir(dir, resume) ? NULL : resume;
   fg_status s = fg_output_check_dir(dir, all, n + 1);
   if (s) return report(cmd, dir, s);
