@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/atomic_file.h"
 #include "forgia/ckpt_dir.h"
 #include "forgia/mapping.h"
+#include "forgia/output.h"
 
 struct fg_ckpt_dir {
   char *path;
@@ -72,15 +72,6 @@ static fg_status cd_remove(const char *dir, const char *leaf) {
   return st;
 }
 
-static fg_status cd_write_bytes(const char *path, const void *bytes, size_t len) {
-  fg_atomic_file f = FG_ATOMIC_FILE_INIT;
-  fg_status st = fg_atomic_file_begin(&f, path);
-  if (!st) st = fg_atomic_file_write(&f, bytes, len);
-  if (!st) st = fg_atomic_file_commit(&f);
-  fg_atomic_file_abort(&f);
-  return st;
-}
-
 /* The payloads are written whole under staged names first (".model.safetensors.next",
  * each through the atomic writer), while the previous checkpoint is still committed: a full
  * disk, an I/O error or a cancellation there leaves it as it was. Only then is the sentinel
@@ -126,7 +117,7 @@ FG_API fg_status fg_ckpt_dir_save(const char *dir, fg_ckpt_dir_weights which, co
   if (!st) st = cd_mkdir_p(dir);
   /* staged while the previous checkpoint stays committed */
   if (!st) st = fg_state_dict_save(weights_next, entries, n);
-  if (!st && optimizer) st = cd_write_bytes(opt_next, optimizer, optimizer_len);
+  if (!st && optimizer) st = fg_output_write(opt_next, optimizer, optimizer_len);
   if (st) {
     unlink(weights_next);
     unlink(opt_next);
@@ -137,7 +128,7 @@ FG_API fg_status fg_ckpt_dir_save(const char *dir, fg_ckpt_dir_weights which, co
   if (!st && optimizer) st = cd_publish(opt_next, opt);
   if (!st) st = cd_remove(dir, cd_leaf(which == FG_CKPT_DIR_MODEL ? FG_CKPT_DIR_ADAPTERS : FG_CKPT_DIR_MODEL));
   if (!st && !optimizer) st = cd_remove(dir, FG_CKPT_DIR_OPTIMIZER_FILE);
-  if (!st) st = cd_write_bytes(sentinel, text, text_len);
+  if (!st) st = fg_output_write(sentinel, text, text_len);
   free(text);
   free(weights);
   free(opt);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "forgia/output.h"
 #include "formats/export_stream.h"
 #include "formats/safetensors_internal.h"
 
@@ -185,11 +186,7 @@ static char *join(const char *dir, const char *name) {
 static fg_status write_bytes(const char *dir, const char *name, const void *b, size_t n) {
   char *path = join(dir, name);
   if (!path) return fg_fail(FG_ERR_NOMEM, "export: out of memory");
-  fg_atomic_file af = FG_ATOMIC_FILE_INIT;
-  fg_status st = fg_atomic_file_begin(&af, path);
-  if (!st) st = fg_atomic_file_write(&af, b, n);
-  if (!st) st = fg_atomic_file_commit(&af);
-  fg_atomic_file_abort(&af);
+  fg_status st = fg_output_write(path, b, n);
   free(path);
   return st;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/atomic_file.h"
+#include "forgia/output.h"
 #include "core/name_table.h"
 #include "formats/safetensors_internal.h"
 #include "forgia/mapping.h"
@@ -143,11 +143,7 @@ FG_API fg_status fg_trainer_state_save(const char *path, const fg_trainer_state 
   size_t len = 0;
   fg_status st = fg_trainer_state_format(s, &text, &len);
   if (st) return st;
-  fg_atomic_file f = FG_ATOMIC_FILE_INIT;
-  st = fg_atomic_file_begin(&f, path);
-  if (!st) st = fg_atomic_file_write(&f, text, len);
-  if (!st) st = fg_atomic_file_commit(&f);
-  fg_atomic_file_abort(&f);
+  st = fg_output_write(path, text, len);
   free(text);
   return st;
 }

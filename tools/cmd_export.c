@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "util_signal.h"
 #include "util_tensor_types.h"
 #include "util_text.h"
+#include "util_threads.h"
 
 const char fg_cmd_export_summary[] = "write a GGUF model (or safetensors checkpoint) as GGUF, transcoding matrix weights";
 
@@ -534,13 +534,10 @@ int fg_cmd_export(int argc, char **argv) {
   if (rc == FG_CLI_GO) rc = fg_tensor_types_cli_take(&spec, &argc, argv, &tt);
   if (rc == FG_CLI_GO) rc = fg_cli_parse(&spec, argc, argv);
   if (rc == FG_CLI_GO) rc = take_positional(&spec, pos, &from_gguf, &from_st, &out, &dtype, &llama_type, &threads);
-  uint64_t nthreads = 0;
-  if (rc == FG_CLI_GO && threads && (!fg_cli_parse_u64(threads, 10, &nthreads) || nthreads == 0 || nthreads > 1024))
-    rc = fg_cli_usage_error(&spec, pos[3] ? "NTHREADS" : "--threads", "'%s': expected a thread count 1..1024",
-                            threads);
-  /* every mode's parallel loops (the merge's, --ptqtp's solver) take it from here; the
-   * transcode also gets it in its options */
-  if (rc == FG_CLI_GO && nthreads) omp_set_num_threads((int)nthreads);
+  /* every mode's parallel loops (the merge's, --ptqtp's solver) take it from OpenMP, which
+   * fg_cli_threads_as sets; the transcode also gets it in its options */
+  unsigned nthreads = 0;
+  if (rc == FG_CLI_GO) rc = fg_cli_threads_as(&spec, pos[3] ? "NTHREADS" : "--threads", threads, &nthreads);
   if (rc != FG_CLI_GO) {
     fg_ptqtp_cli_free(&ptqtp);
     fg_tensor_types_cli_free(&tt);

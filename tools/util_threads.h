@@ -9,5 +9,7 @@
  * integer 1..1024 becomes the OpenMP thread count and *out (when not NULL) gets it.
  * FG_CLI_GO, or 2 after reporting a bad value. */
 int fg_cli_threads(const fg_cli_spec *s, const char *value, unsigned *out);
+/* The same, the value named what in the message (export's positional NTHREADS). */
+int fg_cli_threads_as(const fg_cli_spec *s, const char *what, const char *value, unsigned *out);
 
 #endif

@@ -21,17 +21,6 @@
 
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#define FGT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define FGT_SANITIZED 1
-#endif
-#endif
-#ifndef FGT_SANITIZED
-#define FGT_SANITIZED 0
-#endif
-
 namespace {
 
 constexpr uint64_t kHeader = 100000000;  // FG_ST_MAX_HEADER_SIZE

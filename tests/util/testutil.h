@@ -5,6 +5,18 @@
 #include <string>
 #include <vector>
 
+// 1 in a build under ASan or UBSan (gcc or clang), where peak-RSS bounds mean nothing.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#define FGT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define FGT_SANITIZED 1
+#endif
+#endif
+#ifndef FGT_SANITIZED
+#define FGT_SANITIZED 0
+#endif
+
 namespace fgt {
 
 // A fresh directory under the build tree, removed at destruction.
