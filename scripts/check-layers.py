@@ -2,7 +2,7 @@
 """Reads the #include graph of the library, the CLI and the benchmarks and checks it
 against the layer rule (docs/design.md, "Layers"):
 
-    tools, bench -> training -> host -> formats -> device API -> {core, elem}
+    tools, bench -> training -> runtime -> host -> formats -> device API -> {core, elem}
     cpu/, cuda/  implement the device API and are reached only through it
 
 Each arrow points one way: a layer includes the layers below it, never one above it
@@ -18,14 +18,15 @@ import sys
 from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCANNED = ["core", "device", "cpu", "cuda", "host", "formats", "training", "tools", "bench", "include/forgia"]
+SCANNED = ["core", "device", "cpu", "cuda", "host", "formats", "runtime", "training", "tools", "bench", "include/forgia"]
 EXTS = (".c", ".h", ".cu", ".cuh", ".cpp")
 
 # Public headers, by the layer that implements them.
 PUBLIC = {
     "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
     "device.h": "device", "topology.h": "device", "tensor.h": "device", "ops.h": "device",
-    "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "rmsnorm.h": "device", "comm.h": "device",
+    "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "rmsnorm.h": "device", "rope.h": "device", "attention.h": "device", "embed.h": "device",
+    "linear.h": "device", "softmax.h": "device", "lm.h": "runtime", "sample.h": "runtime", "comm.h": "device",
     "mapping.h": "core", "output.h": "core", "load.h": "host",
     "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "imatrix.h": "formats", "quant_weighted.h": "formats",
@@ -46,10 +47,11 @@ ALLOWED = {
     "cuda": {"cuda", "device", "core", "elem"},
     "formats": {"formats", "core", "elem"},
     "host": {"host", "formats", "device", "core", "elem"},
-    "training": {"training", "formats", "host", "device", "core", "elem"},
-    "tools": {"tools", "umbrella", "training", "formats", "host", "device", "core", "elem"},
-    "bench": {"bench", "umbrella", "training", "formats", "host", "device", "core", "elem"},
-    "umbrella": {"core", "elem", "device", "host", "formats", "training"},
+    "runtime": {"runtime", "formats", "host", "device", "core", "elem"},
+    "training": {"training", "runtime", "formats", "host", "device", "core", "elem"},
+    "tools": {"tools", "umbrella", "training", "runtime", "formats", "host", "device", "core", "elem"},
+    "bench": {"bench", "umbrella", "training", "runtime", "formats", "host", "device", "core", "elem"},
+    "umbrella": {"core", "elem", "device", "host", "formats", "runtime", "training"},
 }
 # Headers that include nothing at all, so any layer may include them: the fg_dtype enum is
 # shared by core's dtype table and elem's decoders (elem may include only elem/).
@@ -57,7 +59,7 @@ LEAVES = {"include/forgia/elem/dtype_enum.h"}
 # Folders above the device API see only public headers and header-only core utilities
 # (core/clock.h, core/text.h); internal headers of lower layers stay private to them.
 HEADER_ONLY_CORE = {"core/clock.h", "core/text.h"}
-PUBLIC_ONLY_FROM = {"tools", "bench", "training"}
+PUBLIC_ONLY_FROM = {"tools", "bench", "training", "runtime"}
 # core and elem depend on nothing but the C library (and CUDA's own headers in elem). The other
 # layers may include system headers, e.g. <mpi.h> and <nccl.h> in device/comm_mpi.c, comm_nccl.c.
 SYSTEM_OK = re.compile(r"^(assert|ctype|dirent|errno|fcntl|float|inttypes|limits|math|pthread|setjmp|stdarg|stdatomic|"

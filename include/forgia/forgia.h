@@ -45,6 +45,11 @@
 #include "forgia/apollo.h"
 #include "forgia/es_trits.h"
 #include "forgia/rmsnorm.h"
+#include "forgia/rope.h"
+#include "forgia/attention.h"
+#include "forgia/embed.h"
+#include "forgia/linear.h"
+#include "forgia/softmax.h"
 #include "forgia/gguf.h"
 #include "forgia/gguf_stream.h"
 #include "forgia/tokenizer.h"
@@ -72,5 +77,7 @@
 #include "forgia/lr_schedule.h"
 #include "forgia/comm.h"
 #include "forgia/es.h"
+#include "forgia/lm.h"
+#include "forgia/sample.h"
 
 #endif
