@@ -7,6 +7,7 @@
 #include "forgia/chat.h"
 #include "forgia/tokenizer.h"
 #include "util_args.h"
+#include "util_chat.h"
 #include "util_file.h"
 #include "util_report.h"
 
@@ -48,8 +49,6 @@ static void usage(FILE *f) {
           synopsis);
 }
 
-static const char builtin_names[] = "smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3, llama3.1, gemma2, gemma3";
-
 static int print_ids(const fg_tokenizer *t, const char *text, size_t len, bool bos) {
   int32_t *ids = NULL;
   size_t n = 0;
@@ -60,116 +59,16 @@ static int print_ids(const fg_tokenizer *t, const char *text, size_t len, bool b
   return 0;
 }
 
-/* The BOS token's text, as the template's bos_token variable ("" when the vocabulary has none). */
-static char *bos_text(const fg_tokenizer *t) {
-  int32_t id = fg_tokenizer_bos(t);
-  char *s = NULL;
-  size_t n = 0;
-  if (id < 0 || fg_tokenizer_decode(t, &id, 1, &s, &n)) return NULL;
-  return s;
-}
-
-/* An input as messages name it: "-" is standard input. */
-static const char *shown(const char *file) { return strcmp(file, "-") == 0 ? "standard input" : file; }
-
-/* MESSAGES.json: [{"role": ..., "content": ...}, ...]. */
-static int parse_messages(const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n) {
-  uint8_t *buf = NULL;
-  size_t len = 0;
-  if (fg_cli_read_input(file, 0, &buf, &len)) {
-    fg_cli_report("tokenize", shown(file));
-    return 1;
-  }
-  file = shown(file);
-  *root = cJSON_ParseWithLength((const char *)buf, len);
-  free(buf);
-  if (!cJSON_IsArray(*root)) {
-    fg_cli_fail("tokenize", file, "not a JSON array of {\"role\", \"content\"} messages");
-    return 1;
-  }
-  *n = (size_t)cJSON_GetArraySize(*root);
-  *msgs = calloc(*n ? *n : 1, sizeof **msgs);
-  if (!*msgs) {
-    fg_cli_fail("tokenize", file, "out of memory");
-    return 1;
-  }
-  size_t i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, *root) {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role"), *c = cJSON_GetObjectItemCaseSensitive(e, "content");
-    if (!cJSON_IsString(r) || !cJSON_IsString(c)) {
-      fg_cli_fail("tokenize", file, "message %zu: needs string \"role\" and \"content\"", i);
-      return 1;
-    }
-    (*msgs)[i].role = r->valuestring;
-    (*msgs)[i].content = c->valuestring;
-    i++;
-  }
-  return 0;
-}
-
-/* The renderer and, where the file's template picks it, that template's text (*tmpl). */
-typedef struct chat_pick {
-  bool builtin; /* family chosen by name or architecture: no template text */
-  fg_chat_family family;
-  char *tmpl;
-  size_t tlen;
-  char *arch; /* chosen by this architecture: said in a note once the prompt is rendered */
-} chat_pick;
-
-/* --template NAME is first a built-in renderer's name, then the file's template of that name;
- * without it, the file's own template, else its architecture's renderer (said in a note). */
-static int pick_renderer(const char *path, const char *name, chat_pick *p) {
-  if (name && fg_chat_family_from_name(name, &p->family) == FG_OK) {
-    p->builtin = true;
-    return 0;
-  }
-  fg_status s = fg_chat_template_from_path(path, name, &p->tmpl, &p->tlen);
-  if (s == FG_OK) return 0;
-  if (s != FG_ERR_NOT_FOUND) {
-    fg_cli_report("tokenize", path);
-    return 1;
-  }
-  char why[512];
-  snprintf(why, sizeof why, "%s", fg_last_error());
-  if (name) {
-    fg_cli_fail("tokenize", "--template", "%s: no built-in renderer of that name (%s), and %s", name, builtin_names,
-                why);
-    return 1;
-  }
-  char *arch = NULL;
-  if (fg_chat_arch_from_path(path, &arch) != FG_OK) {
-    fg_cli_fail("tokenize", NULL, "%s, and no architecture to choose a renderer by (%s): name one with --template (%s)",
-                why, fg_last_error(), builtin_names);
-    return 1;
-  }
-  if (fg_chat_family_for_arch(arch, &p->family) != FG_OK) {
-    fg_cli_fail("tokenize", path,
-                "carries no chat template, and its architecture %s has no built-in renderer of its own: name one with "
-                "--template (%s)",
-                arch, builtin_names);
-    fg_chat_free(arch);
-    return 1;
-  }
-  p->builtin = true;
-  p->arch = arch;
-  return 0;
-}
-
 static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
-  char *prompt = NULL, *bos = NULL;
+  char *prompt = NULL;
   size_t plen = 0, n = 0;
   cJSON *root = NULL;
   fg_chat_msg *msgs = NULL;
-  chat_pick p = {0};
+  fg_cli_chat p = {0};
   int rc = 1;
-  if (pick_renderer(path, name, &p)) goto done;
-  if (parse_messages(file, &root, &msgs, &n)) goto done;
-  fg_chat_opts oo = *o;
-  oo.bos_token = bos = bos_text(t);
-  fg_status s = p.builtin ? fg_chat_render(p.family, msgs, n, &oo, &prompt, &plen)
-                          : fg_chat_render_template(p.tmpl, p.tlen, msgs, n, &oo, &prompt, &plen);
-  if (s) {
+  if (fg_cli_chat_pick("tokenize", path, name, &p)) goto done;
+  if (fg_cli_chat_messages("tokenize", file, &root, &msgs, &n)) goto done;
+  if (fg_cli_chat_render(&p, t, msgs, n, o, &prompt, &plen)) {
     fg_cli_report("tokenize", path);
     goto done;
   }
@@ -177,15 +76,10 @@ static int chat(const fg_tokenizer *t, const char *path, const char *file, const
   putchar('\n');
   if ((rc = print_ids(t, prompt, plen, false)) != 0) fg_cli_report("tokenize", path);
   /* a note, not an error: only a run that succeeds says it, so stderr stays one line either way */
-  if (!rc && p.arch)
-    fg_cli_fail("tokenize", "note",
-                "%s carries no chat template; rendering with the built-in %s renderer, its architecture's (%s)", path,
-                fg_chat_family_name(p.family), p.arch);
+  if (!rc) fg_cli_chat_note("tokenize", path, &p);
 done:
   fg_chat_free(prompt);
-  fg_chat_free(p.tmpl);
-  fg_chat_free(p.arch);
-  fg_tokenizer_free_text(bos);
+  fg_cli_chat_free(&p);
   free(msgs);
   cJSON_Delete(root);
   return rc;
@@ -229,13 +123,13 @@ int fg_cmd_tokenize(int argc, char **argv) {
     uint8_t *buf = NULL;
     size_t len = 0;
     if (fg_cli_read_input(file, 0, &buf, &len)) {
-      fg_cli_report("tokenize", shown(file));
+      fg_cli_report("tokenize", fg_cli_chat_shown(file));
       rc = 1;
     }
     for (size_t at = 0; !rc && at < len;) {
       const uint8_t *nl = memchr(buf + at, '\n', len - at);
       size_t end = nl ? (size_t)(nl - buf) : len;
-      if ((rc = print_ids(t, (const char *)buf + at, end - at, bos)) != 0) fg_cli_report("tokenize", shown(file));
+      if ((rc = print_ids(t, (const char *)buf + at, end - at, bos)) != 0) fg_cli_report("tokenize", fg_cli_chat_shown(file));
       at = end + 1;
     }
     free(buf);

@@ -99,6 +99,8 @@ FG_API fg_status fg_lm_cache_create(fg_lm *lm, size_t n_seq, size_t n_ctx, fg_lm
 FG_API void fg_lm_cache_free(fg_lm_cache *c); /* NULL-safe */
 /* Positions of sequence seq that hold keys and values (the next position to feed). */
 FG_API size_t fg_lm_cache_len(const fg_lm_cache *c, size_t seq);
+/* Positions each sequence can hold (n_ctx of fg_lm_cache_create). */
+FG_API size_t fg_lm_cache_ctx(const fg_lm_cache *c);
 /* Forgets positions >= n of sequence seq (n <= its length): a later batch refills them. */
 FG_API fg_status fg_lm_cache_truncate(fg_lm_cache *c, size_t seq, size_t n);
 
