@@ -1,5 +1,6 @@
 /* fg_lm_open / fg_lm_free: the hyperparameters, the weights through the streaming loader
  * (block types kept as stored), the tokenizer, and the RoPE tables. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,10 +78,15 @@ fg_status fg_lm_open(const char *path, fg_device *dev, const fg_lm_options *o, f
   }
   if (!st) st = fg_lm_bind(lm);
   if (!st) {
-    /* A checkpoint without a vocabulary still runs on ids; anything else wrong with it is an error. */
-    fg_status ts = fg_tokenizer_open(path, &lm->tok);
-    if (ts && ts != FG_ERR_NOT_FOUND) st = ts;
-    if (ts == FG_ERR_NOT_FOUND) lm->tok = NULL;
+    /* A checkpoint without a vocabulary (no tokenizer.json in a folder, no tokenizer.ggml.model
+     * in a GGUF) still runs on ids; anything else wrong with one is an error. */
+    char tj[4200];
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", path);
+    struct stat ts_sb;
+    const bool none = dir && stat(tj, &ts_sb) != 0;
+    fg_status ts = none ? FG_OK : fg_tokenizer_open(path, &lm->tok);
+    if (ts == FG_ERR_NOT_FOUND && !dir) ts = FG_OK, lm->tok = NULL;
+    if (ts) st = ts;
   }
   if (!st && lm->tok && fg_tokenizer_n_tokens(lm->tok) > lm->cfg.n_vocab)
     st = fg_fail(FG_ERR_INVALID_ARG, "%s: the tokenizer has %zu tokens, the embedding only %zu rows", path,
