@@ -73,15 +73,23 @@ fg_status fg_lm_act_reserve(fg_lm *lm, size_t cap, size_t logits_rows) {
   return FG_OK;
 }
 
-/* y = x W^T (+ b). */
-static fg_status fg_lm_proj(fg_lm *lm, const float *x, size_t n, const fg_lm_w *w, const fg_lm_w *b, float *y,
-                            fg_stream *s) {
+void fg_lm_set_proj_hook(fg_lm *lm, fg_lm_proj_hook fn, void *user) {
+  if (!lm) return;
+  lm->hook = fn;
+  lm->hook_user = fn ? user : NULL;
+}
+
+/* y = x W^T (+ b), then the hook (layer l's projection `which`). */
+static fg_status fg_lm_project(fg_lm *lm, size_t l, fg_lm_proj which, const float *x, size_t n, const fg_lm_w *w,
+                            const fg_lm_w *b, float *y, fg_stream *s) {
   fg_status st = fg_linear(lm->dev, lm->mode, x, n, w->cols, w->data, w->dtype, w->rows, y, false, s);
-  if (st || !b || !b->data) return st;
   /* The bias as a rank-1 product ones (n x 1) * b (1 x rows), added to y: exact mode's
    * 0 + 1 * b_j = b_j, then y + b_j, the same bits on every device. */
-  return fg_gemm(lm->dev, FG_GEMM_EXACT, false, false, n, w->rows, 1, 1.0f, lm->act.ones, FG_F32, 1, b->data, b->dtype,
+  if (!st && b && b->data)
+    st = fg_gemm(lm->dev, FG_GEMM_EXACT, false, false, n, w->rows, 1, 1.0f, lm->act.ones, FG_F32, 1, b->data, b->dtype,
                  w->rows, 1.0f, y, w->rows, s);
+  if (!st && lm->hook) st = lm->hook(lm->hook_user, l, which, x, n, w->cols, w->rows, y, s);
+  return st;
 }
 
 static fg_status fg_lm_norm(fg_lm *lm, const float *x, size_t rows, const fg_lm_w *w, float *y, fg_stream *s) {
@@ -130,8 +138,8 @@ static fg_status fg_lm_layer_fwd(fg_lm *lm, fg_lm_cache *c, size_t l, size_t n, 
   const size_t E = cf->n_embd, hd = cf->head_dim;
   float *q = a->q, *k = a->k;
   fg_status st;
-  if ((st = fg_lm_norm(lm, a->x, n, &L->attn_norm, a->h, s)) || (st = fg_lm_proj(lm, a->h, n, &L->wq, &L->bq, q, s)) ||
-      (st = fg_lm_proj(lm, a->h, n, &L->wk, &L->bk, k, s)) || (st = fg_lm_proj(lm, a->h, n, &L->wv, &L->bv, a->v, s)))
+  if ((st = fg_lm_norm(lm, a->x, n, &L->attn_norm, a->h, s)) || (st = fg_lm_project(lm, l, FG_LM_PROJ_Q, a->h, n, &L->wq, &L->bq, q, s)) ||
+      (st = fg_lm_project(lm, l, FG_LM_PROJ_K, a->h, n, &L->wk, &L->bk, k, s)) || (st = fg_lm_project(lm, l, FG_LM_PROJ_V, a->h, n, &L->wv, &L->bv, a->v, s)))
     return st;
   if (cf->qk_norm) {
     if ((st = fg_lm_norm(lm, q, n * cf->n_head, &L->q_norm, a->q2, s)) ||
@@ -154,15 +162,15 @@ static fg_status fg_lm_layer_fwd(fg_lm *lm, fg_lm_cache *c, size_t l, size_t n, 
                                 .n_seq = c->n_seq, .n_ctx = c->n_ctx, .q = q, .k = kc, .v = vc,
                                 .seq = seq_h ? a->seq : NULL, .pos = a->pos,
                                 .window = L->windowed ? cf->sliding_window : 0, .scale = cf->attn_scale, .out = a->o};
-  if ((st = fg_attention_forward(lm->dev, &at, s)) || (st = fg_lm_proj(lm, a->o, n, &L->wo, NULL, a->t, s))) return st;
+  if ((st = fg_attention_forward(lm->dev, &at, s)) || (st = fg_lm_project(lm, l, FG_LM_PROJ_O, a->o, n, &L->wo, NULL, a->t, s))) return st;
   const float *res = a->t;
   if (cf->post_norms) {
     if ((st = fg_lm_norm(lm, a->t, n, &L->post_attn_norm, a->h, s))) return st;
     res = a->h;
   }
   if ((st = fg_lm_add(lm, a->x, res, n * E, s)) || (st = fg_lm_norm(lm, a->x, n, &L->ffn_norm, a->h, s)) ||
-      (st = fg_lm_proj(lm, a->h, n, &L->w_gate, NULL, a->g, s)) || (st = fg_lm_proj(lm, a->h, n, &L->w_up, NULL, a->u, s)) ||
-      (st = fg_lm_glu_run(lm, a->a, a->g, a->u, n * cf->n_ff, s)) || (st = fg_lm_proj(lm, a->a, n, &L->w_down, NULL, a->t, s)))
+      (st = fg_lm_project(lm, l, FG_LM_PROJ_GATE, a->h, n, &L->w_gate, NULL, a->g, s)) || (st = fg_lm_project(lm, l, FG_LM_PROJ_UP, a->h, n, &L->w_up, NULL, a->u, s)) ||
+      (st = fg_lm_glu_run(lm, a->a, a->g, a->u, n * cf->n_ff, s)) || (st = fg_lm_project(lm, l, FG_LM_PROJ_DOWN, a->a, n, &L->w_down, NULL, a->t, s)))
     return st;
   res = a->t;
   if (cf->post_norms) {

@@ -60,6 +60,8 @@ struct fg_lm {
   size_t rope_pos;
   float *rope_factors;               /* host copy of rope_freqs (Llama 3), NULL if none */
   fg_lm_act act;
+  fg_lm_proj_hook hook;
+  void *hook_user;
   void **owned;                      /* device copies the model made (widened biases) */
   size_t n_owned;
   char path[4096];

@@ -8,13 +8,15 @@
 #include "forgia/lm.h"
 #include "util_args.h"
 #include "util_file.h"
+#include "util_adapters.h"
 #include "util_lm.h"
 #include "util_report.h"
 
 const char fg_cmd_eval_summary[] = "perplexity of a text under a language model (GGUF or HF folder)";
 
 static const char synopsis[] =
-    "forgia eval MODEL --file F [--ctx N] [--json] [--device D] [--mode exact|fast] [--threads N]";
+    "forgia eval MODEL --file F [--ctx N] [--json] [--adapters DIR [--alpha A]] [--device D] [--mode exact|fast] "
+    "[--threads N]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -28,6 +30,10 @@ static void usage(FILE *f) {
           "  --ctx N        tokens to evaluate (default: all of F, up to the model's context)\n"
           "  --json         print {\"ids\": [...], \"nll\": [...], \"ppl\": x, \"tokens\": n}, where\n"
           "                 nll[i] = -log softmax(logits after ids[0..i])[ids[i+1]] in f64\n"
+          "  --adapters DIR LoRA adapters applied without merging: DIR a checkpoint directory holding\n"
+          "                 adapters.safetensors (layers.<i>.<target>.lora_{a,b}), or that file\n"
+          "  --alpha A      the adapters' LoRA alpha (scale alpha / rank); default: lora_alpha of\n"
+          "                 DIR/trainer_state.json\n"
           "  --device D     cpu, cuda, cuda:N or auto (default: the first GPU when present)\n"
           "  --mode M       exact: every kernel and the projections give the same bits on every\n"
           "                 device and thread count; fast (default): BLAS/cuBLAS projections\n"
@@ -37,15 +43,18 @@ static void usage(FILE *f) {
 }
 
 int fg_cmd_eval(int argc, char **argv) {
-  const char *path = NULL, *file = NULL, *ctx = NULL, *device = NULL, *mode = NULL, *threads = NULL;
+  const char *path = NULL, *file = NULL, *ctx = NULL, *device = NULL, *mode = NULL, *threads = NULL,
+             *adapters = NULL, *alpha = NULL;
   bool json = false;
   const fg_cli_opt opts[] = {{"--file", &file, NULL},     {"--ctx", &ctx, NULL},   {"--json", NULL, &json},
-                             {"--device", &device, NULL}, {"--mode", &mode, NULL}, {"--threads", &threads, NULL}};
+                             {"--device", &device, NULL}, {"--mode", &mode, NULL}, {"--threads", &threads, NULL},
+                             {"--adapters", &adapters, NULL}, {"--alpha", &alpha, NULL}};
   static const char *const pos_names[] = {"MODEL"};
   const fg_cli_spec spec = {"eval", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   if (!file) return fg_cli_usage_error(&spec, "--file", "missing: the text to evaluate");
+  if (alpha && !adapters) return fg_cli_usage_error(&spec, "--alpha", "goes with --adapters");
   uint64_t n_ctx = 0;
   if (ctx && (!fg_cli_parse_u64(ctx, 10, &n_ctx) || n_ctx < 2 || n_ctx > ((uint64_t)1 << 24)))
     return fg_cli_usage_error(&spec, "--ctx", "'%s': expected a token count 2..16777216", ctx);
@@ -58,6 +67,12 @@ int fg_cmd_eval(int argc, char **argv) {
   fg_cli_lm m;
   rc = fg_cli_lm_open(&spec, path, device, mode, threads, &m);
   if (rc != FG_CLI_GO) {
+    free(text);
+    return rc;
+  }
+  fg_cli_adapters ad = {0};
+  if (adapters && (rc = fg_cli_adapters_attach(&spec, m.lm, adapters, alpha, &ad)) != FG_CLI_GO) {
+    fg_cli_lm_close(&m);
     free(text);
     return rc;
   }
@@ -104,13 +119,15 @@ int fg_cmd_eval(int argc, char **argv) {
   } else {
     printf("tokens %zu\nnll %.6f\nppl %.4f\n", n, mean, ppl);
   }
-  fprintf(stderr, "forgia eval: %zu tokens on %s (%s mode) in %.2f s, %.1f tokens/s; model loaded in %.2f s\n", n,
-          fg_device_spec(m.dev), fg_cli_lm_mode_name(m.mode), secs, (double)n / secs, m.load_seconds);
+  fprintf(stderr, "forgia eval: %zu tokens on %s (%s mode%s) in %.2f s, %.1f tokens/s; model loaded in %.2f s\n", n,
+          fg_device_spec(m.dev), fg_cli_lm_mode_name(m.mode), ad.count ? ", LoRA adapters" : "", secs, (double)n / secs,
+          m.load_seconds);
   rc = 0;
 done:
   fg_tokenizer_free_ids(ids);
   free(nll);
   free(text);
+  fg_cli_adapters_free(m.lm, &ad);
   fg_cli_lm_close(&m);
   return fg_cli_close_stdout("eval", rc);
 }

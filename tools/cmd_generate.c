@@ -7,6 +7,7 @@
 #include "forgia/lm.h"
 #include "util_args.h"
 #include "util_chat.h"
+#include "util_adapters.h"
 #include "util_lm.h"
 #include "util_report.h"
 
@@ -14,7 +15,8 @@ const char fg_cmd_generate_summary[] = "continue a prompt (text, chat or ids) wi
 
 static const char synopsis[] =
     "forgia generate MODEL (--prompt TEXT | --chat MESSAGES.json | --ids \"ID ...\") [-n N] [--temp T] "
-    "[--top-k K] [--top-p P] [--min-p P] [--seed S] [--print-ids] [--device D] [--mode exact|fast] [--threads N]";
+    "[--top-k K] [--top-p P] [--min-p P] [--seed S] [--print-ids] [--adapters DIR [--alpha A]] [--device D] "
+    "[--mode exact|fast] [--threads N]";
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -37,7 +39,7 @@ static void usage(FILE *f) {
           "                device in exact mode\n"
           "  --print-ids   print the generated ids (the stop token included) space-separated\n"
           "                instead of text\n"
-          "  --device D, --mode exact|fast, --threads N   as in forgia help eval\n"
+          "  --adapters DIR, --alpha A, --device D, --mode exact|fast, --threads N   as in forgia help eval\n"
           "A summary line (prompt and generation tokens/s) goes to stderr.\n",
           synopsis);
 }
@@ -79,13 +81,15 @@ static int parse_float(const fg_cli_spec *s, const char *name, const char *v, fl
 
 int fg_cmd_generate(int argc, char **argv) {
   const char *path = NULL, *prompt = NULL, *chat = NULL, *ids_text = NULL, *n_text = NULL, *temp = NULL, *top_k = NULL,
-             *top_p = NULL, *min_p = NULL, *seed = NULL, *device = NULL, *mode = NULL, *threads = NULL, *tmpl = NULL;
+             *top_p = NULL, *min_p = NULL, *seed = NULL, *device = NULL, *mode = NULL, *threads = NULL, *tmpl = NULL,
+             *adapters = NULL, *alpha = NULL;
   bool print_ids = false, no_think = false;
   const fg_cli_opt opts[] = {{"--prompt", &prompt, NULL}, {"--chat", &chat, NULL},         {"--ids", &ids_text, NULL},
                              {"-n", &n_text, NULL},       {"--temp", &temp, NULL},         {"--top-k", &top_k, NULL},
                              {"--top-p", &top_p, NULL},   {"--min-p", &min_p, NULL},       {"--seed", &seed, NULL},
                              {"--print-ids", NULL, &print_ids}, {"--device", &device, NULL}, {"--mode", &mode, NULL},
-                             {"--threads", &threads, NULL}, {"--template", &tmpl, NULL},   {"--no-think", NULL, &no_think}};
+                             {"--threads", &threads, NULL}, {"--template", &tmpl, NULL},   {"--no-think", NULL, &no_think},
+                             {"--adapters", &adapters, NULL}, {"--alpha", &alpha, NULL}};
   static const char *const pos_names[] = {"MODEL"};
   const fg_cli_spec spec = {"generate", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
@@ -93,6 +97,7 @@ int fg_cmd_generate(int argc, char **argv) {
   if ((prompt != NULL) + (chat != NULL) + (ids_text != NULL) != 1)
     return fg_cli_usage_error(&spec, prompt ? (chat ? "--chat" : "--ids") : chat ? "--ids" : "--prompt",
                               "give exactly one of --prompt, --chat and --ids");
+  if (alpha && !adapters) return fg_cli_usage_error(&spec, "--alpha", "goes with --adapters");
   if (!chat && (tmpl || no_think)) return fg_cli_usage_error(&spec, tmpl ? "--template" : "--no-think", "goes with --chat");
   fg_sample_params sp;
   fg_sample_params_init(&sp);
@@ -111,6 +116,11 @@ int fg_cmd_generate(int argc, char **argv) {
   fg_cli_lm m;
   rc = fg_cli_lm_open(&spec, path, device, mode, threads, &m);
   if (rc != FG_CLI_GO) return rc;
+  fg_cli_adapters ad = {0};
+  if (adapters && (rc = fg_cli_adapters_attach(&spec, m.lm, adapters, alpha, &ad)) != FG_CLI_GO) {
+    fg_cli_lm_close(&m);
+    return rc;
+  }
   rc = 1;
   const fg_tokenizer *t = fg_lm_tokenizer(m.lm);
   const fg_lm_config *c = fg_lm_get_config(m.lm);
@@ -194,6 +204,7 @@ done:
   fg_cli_chat_free(&pick);
   free(msgs);
   cJSON_Delete(root);
+  fg_cli_adapters_free(m.lm, &ad);
   fg_cli_lm_close(&m);
   return fg_cli_close_stdout("generate", rc);
 }

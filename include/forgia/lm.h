@@ -92,6 +92,21 @@ FG_API const fg_tokenizer *fg_lm_tokenizer(const fg_lm *lm);
 /* Bytes of the weights on the device (quantized tensors at their stored size). */
 FG_API uint64_t fg_lm_weight_bytes(const fg_lm *lm);
 
+/* The projections of a block, in the order (and with the names) of LoRA's targets. */
+typedef enum fg_lm_proj {
+  FG_LM_PROJ_Q = 0, FG_LM_PROJ_K = 1, FG_LM_PROJ_V = 2, FG_LM_PROJ_O = 3,
+  FG_LM_PROJ_GATE = 4, FG_LM_PROJ_UP = 5, FG_LM_PROJ_DOWN = 6,
+  FG_LM_PROJ_COUNT = 7
+} fg_lm_proj;
+
+/* Called after each projection y = x W^T (+ b) of every layer, on the forward pass's stream:
+ * x (n_tok x in) and y (n_tok x out) are f32 device memory the hook may read, and y it may
+ * add to (LoRA adapters applied without merging: training/'s fg_lora_forward with w NULL).
+ * A hook that fails fails the forward pass. NULL removes it. */
+typedef fg_status (*fg_lm_proj_hook)(void *user, size_t layer, fg_lm_proj which, const float *x, size_t n_tok,
+                                     size_t in, size_t out, float *y, fg_stream *s);
+FG_API void fg_lm_set_proj_hook(fg_lm *lm, fg_lm_proj_hook fn, void *user);
+
 /* A key/value cache for n_seq sequences of up to n_ctx positions each (f32 keys and values
  * per layer, on lm's device). Positions of a sequence fill in order from 0. */
 typedef struct fg_lm_cache fg_lm_cache;
