@@ -3,6 +3,7 @@
 // determinism, and their usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -156,6 +157,75 @@ TEST(LmCli, ChatKeepsTheConversation) {
                         &out, &err))
       << err;
   EXPECT_EQ(2, std::count(out.begin(), out.end(), '\n')) << out;
+}
+
+// Adapters applied without merging give the NLL of the model with the adapters merged into
+// its weights (W + scale B A, computed here in f64).
+TEST(LmCli, AdaptersEqualTheMergedModel) {
+  fgt::TinySpec s;
+  s.V = 700;
+  fgt::TinyModel m = fgt::tiny_make(s);
+  TempDir base, merged;
+  ASSERT_EQ(FG_OK, fgt::tiny_write_hf(m, base.path)) << fg_last_error();
+  fg_device *dev = nullptr;
+  ASSERT_EQ(FG_OK, fg_device_open("cpu", &dev));
+  struct Ad {
+    uint32_t layer;
+    fg_lora_target t;
+    const char *hf;
+    size_t in, out;
+  } ads[2] = {{0, FG_LORA_Q, "model.layers.0.self_attn.q_proj.weight", s.E, s.H * s.HD},
+              {1, FG_LORA_DOWN, "model.layers.1.mlp.down_proj.weight", s.F, s.E}};
+  fg_lora *l[2] = {nullptr, nullptr};
+  fg_lora_slot slots[2];
+  const float alpha = 6.0f;
+  uint64_t st = 99;
+  for (int i = 0; i < 2; i++) {
+    const fg_lora_config c = {3, alpha, 0.0f};
+    ASSERT_EQ(FG_OK, fg_lora_create(dev, ads[i].in, ads[i].out, &c, 5 + i, &l[i])) << fg_last_error();
+    float *b = (float *)l[i]->b->data;
+    for (uint64_t j = 0; j < l[i]->b->numel; j++) b[j] = fgt::tiny_rand(st) * 0.5f;
+    const float *a = (const float *)l[i]->a->data;
+    auto &w = m.w.at(ads[i].hf);
+    for (size_t o = 0; o < ads[i].out; o++)
+      for (size_t k = 0; k < ads[i].in; k++) {
+        double d = 0;
+        for (size_t r = 0; r < 3; r++) d += (double)b[o * 3 + r] * (double)a[r * ads[i].in + k];
+        w[o * ads[i].in + k] = (float)((double)w[o * ads[i].in + k] + (double)(alpha / 3.0f) * d);
+      }
+    slots[i] = {ads[i].layer, ads[i].t, l[i]};
+  }
+  ASSERT_EQ(FG_OK, fg_lora_save((base.path + "/adapters.safetensors").c_str(), slots, 2)) << fg_last_error();
+  for (auto *x : l) fg_lora_free(x);
+  fg_device_close(dev);
+  ASSERT_EQ(FG_OK, fgt::tiny_write_hf(m, merged.path)) << fg_last_error();
+  for (const std::string &d : {base.path, merged.path})
+    for (const char *f : {"tokenizer.json", "tokenizer_config.json"}) {
+      const auto b = fgt::read_file(std::string(FORGIA_SOURCE_DIR) + "/tests/data/tok/gpt2/" + f);
+      fgt::write_file(d + "/" + f, b.data(), b.size());
+    }
+  const std::string text = "Adapters change what a model says, a little.";
+  fgt::write_file(base.file("t.txt"), text.data(), text.size());
+  std::string a_out, m_out, plain, err;
+  ASSERT_EQ(0, fgt::run(cli("eval " + base.path + " --file " + base.file("t.txt") + " --json --adapters " +
+                            base.file("adapters.safetensors") + " --alpha 6"),
+                        &a_out, &err))
+      << err;
+  EXPECT_NE(std::string::npos, err.find("LoRA adapters")) << err;
+  ASSERT_EQ(0, fgt::run(cli("eval " + merged.path + " --file " + base.file("t.txt") + " --json"), &m_out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli("eval " + base.path + " --file " + base.file("t.txt") + " --json"), &plain, &err)) << err;
+  const auto na = numbers(a_out, "nll"), nm = numbers(m_out, "nll"), np = numbers(plain, "nll");
+  ASSERT_EQ(na.size(), nm.size());
+  double moved = 0;
+  for (size_t i = 0; i < na.size(); i++) {
+    EXPECT_NEAR(nm[i], na[i], 1e-4) << "token " << i;
+    moved = std::max(moved, std::fabs(np[i] - na[i]));
+  }
+  EXPECT_GT(moved, 1e-3) << "the adapters must change the result for this test to mean anything";
+  // Without --alpha and without a trainer state beside them, adapters are a usage error.
+  EXPECT_EQ(2, fgt::run(cli("eval " + base.path + " --file " + base.file("t.txt") + " --adapters " + base.path), &a_out,
+                        &err));
+  EXPECT_NE(std::string::npos, err.find("--alpha")) << err;
 }
 
 TEST(LmCli, UsageErrors) {
