@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "device/family_table.h"
+#include "forgia/elem/attention.h"
 #include "forgia/elem/es_trits.h"
 #include "forgia/elem/op_apollo.h"
 #include "forgia/elem/op_table.h"
 #include "forgia/elem/rmsnorm.h"
+#include "forgia/elem/softmax.h"
 #include "forgia/forgia.h"
 #include "gemm_ref.h"
 #include "op_harness.h"
@@ -524,6 +526,147 @@ inline std::vector<FamilyCase> rmsnorm_family_cases() {
   return out;
 }
 
+// ---- Attention: GQA, windows, several sequences, out-of-range tokens, a span past CUDA's tile ----
+
+inline std::vector<FamilyCase> attention_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_tok, n_head, n_kv_head, head_dim, n_seq, n_ctx, window;
+    bool seq;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1, 1, 1, 0, false},    {7, 4, 2, 16, 1, 9, 0, false},
+                          {12, 8, 2, 64, 3, 40, 5, true},  {5, 6, 6, 24, 2, 33, 0, true},
+                          {3, 2, 1, 8, 1, 2600, 0, false}, {2, 4, 1, 40, 1, 3000, 2100, false}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 700 + 10 * (uint64_t)idx++;
+    const size_t qn = s.n_tok * s.n_head * s.head_dim, cn = s.n_seq * s.n_kv_head * s.n_ctx * s.head_dim;
+    const float scale = 1.0f / std::sqrt((float)s.head_dim);
+    std::vector<int32_t> seq(s.n_tok), pos(s.n_tok);
+    for (size_t t = 0; t < s.n_tok; t++) {
+      seq[t] = s.seq ? (int32_t)(t % s.n_seq) : 0;
+      pos[t] = (int32_t)((s.n_ctx - 1) - (t * 7) % s.n_ctx);
+    }
+    if (s.n_tok > 4) pos[3] = (int32_t)s.n_ctx;          // out of range: a NaN row
+    if (s.seq && s.n_tok > 5) seq[5] = (int32_t)s.n_seq;  // out of range: a NaN row
+    FamilyCase c;
+    c.name = "attention " + std::to_string(s.n_tok) + "x" + std::to_string(s.n_head) + "/" +
+             std::to_string(s.n_kv_head) + "x" + std::to_string(s.head_dim) + " ctx " + std::to_string(s.n_ctx);
+    c.ref = [=]() {
+      const std::vector<float> q = gaussian(qn, seed), k = gaussian(cn, seed + 1), v = gaussian(cn, seed + 2);
+      std::vector<float> o(qn), lse(s.n_tok * s.n_head), sc(s.n_ctx);
+      const fg_attention_call a = {s.n_tok, s.n_head, s.n_kv_head, s.head_dim, s.n_seq, s.n_ctx, s.window,
+                                   q.data(), k.data(), v.data(), s.seq ? seq.data() : nullptr, pos.data(), scale,
+                                   o.data(), lse.data()};
+      for (size_t t = 0; t < s.n_tok; t++)
+        for (size_t h = 0; h < s.n_head; h++) {
+          const size_t row = t * s.n_head + h, D = s.head_dim;
+          size_t lo = 0, hi = 0, kv = 0;
+          if (!fg_attn_span(&a, t, h, &lo, &hi, &kv)) {
+            for (size_t d = 0; d < D; d++) o[row * D + d] = fg_bits_f32(0x7fc00000u);
+            lse[row] = fg_bits_f32(0x7fc00000u);
+            continue;
+          }
+          float m = fg_bits_f32(0xff800000u), l = 0.0f;
+          for (size_t j = lo; j <= hi; j++) {
+            sc[j] = fg_attn_score(&q[row * D], &k[kv + j * D], D, scale);
+            m = fg_attn_max(m, sc[j]);
+          }
+          for (size_t j = lo; j <= hi; j++) l = l + (sc[j] = fg_attn_p(sc[j], m));
+          for (size_t d = 0; d < D; d++) {
+            float acc = 0.0f;
+            for (size_t j = lo; j <= hi; j++) acc = acc + sc[j] * v[kv + j * D + d];
+            o[row * D + d] = fg_attn_out(acc, l);
+          }
+          lse[row] = fg_attn_lse(m, l);
+        }
+      Bytes all = to_bytes(o);
+      append(all, to_bytes(lse));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf Q(dev, to_bytes(gaussian(qn, seed))), K(dev, to_bytes(gaussian(cn, seed + 1))),
+          V(dev, to_bytes(gaussian(cn, seed + 2))), S(dev, to_bytes(seq)), P(dev, to_bytes(pos));
+      DevBuf o(dev, nullptr, qn * 4), lse(dev, nullptr, s.n_tok * s.n_head * 4);
+      fg_attention_args a = {};
+      a.n_tok = s.n_tok, a.n_head = s.n_head, a.n_kv_head = s.n_kv_head, a.head_dim = s.head_dim;
+      a.n_seq = s.n_seq, a.n_ctx = s.n_ctx, a.window = s.window, a.scale = scale;
+      a.q = Q.as<float>(), a.k = K.as<float>(), a.v = V.as<float>();
+      a.seq = s.seq ? S.as<int32_t>() : nullptr, a.pos = P.as<int32_t>();
+      a.out = o.as<float>(), a.lse = lse.as<float>();
+      EXPECT_EQ(FG_OK, fg_attention_forward(dev, &a, nullptr)) << fg_last_error();
+      Bytes all = o.read();
+      append(all, lse.read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- Softmax rows (out of place and in place), nll, and nll's gradient ----
+
+inline std::vector<FamilyCase> softmax_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t rows, cols;
+  };
+  const Shape shapes[] = {{1, 1}, {3, 31}, {6, 1000}, {70, 333}, {2, 49157}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 800 + 10 * (uint64_t)idx++;
+    const size_t n = s.rows * s.cols;
+    const float scale = 0.37f;
+    std::vector<int32_t> tg(s.rows);
+    for (size_t r = 0; r < s.rows; r++) tg[r] = (int32_t)((r * 7919 + 3) % s.cols);
+    if (s.rows > 2) tg[1] = (int32_t)s.cols, tg[2] = -1;  // out of range: NaN
+    FamilyCase c;
+    c.name = "softmax " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    c.ref = [=]() {
+      const std::vector<float> x = gaussian(n, seed, 4.0f);
+      std::vector<float> y(n), dx(n);
+      std::vector<double> nll(s.rows);
+      for (size_t r = 0; r < s.rows; r++) {
+        const float *xr = &x[r * s.cols];
+        float m = fg_sm_max_init();
+        for (size_t j = 0; j < s.cols; j++) m = fg_sm_max(m, xr[j]);
+        double lanes[FG_ROW_LANES] = {0};
+        for (size_t j = 0; j < s.cols; j++) lanes[j % FG_ROW_LANES] = lanes[j % FG_ROW_LANES] + (double)fg_sm_e(xr[j], m);
+        const double S = fg_row_fold(lanes);
+        const bool ok = tg[r] >= 0 && (size_t)tg[r] < s.cols;
+        nll[r] = ok ? fg_sm_nll(m, S, xr[tg[r]]) : fg_sm_nan64();
+        for (size_t j = 0; j < s.cols; j++) {
+          y[r * s.cols + j] = fg_sm_y(fg_sm_e(xr[j], m), S);
+          dx[r * s.cols + j] =
+              ok ? fg_sm_dx(fg_sm_e(xr[j], m), S, (int32_t)j == tg[r], scale) : fg_bits_f32(0x7fc00000u);
+        }
+      }
+      Bytes all = to_bytes(y);
+      append(all, to_bytes(y));  // in place
+      append(all, to_bytes(nll));
+      append(all, to_bytes(dx));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      const Bytes xb = to_bytes(gaussian(n, seed, 4.0f));
+      DevBuf X(dev, xb), XI(dev, xb), T(dev, to_bytes(tg)), y(dev, nullptr, n * 4), nll(dev, nullptr, s.rows * 8),
+          dx(dev, nullptr, n * 4);
+      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, X.as<float>(), s.rows, s.cols, y.as<float>(), nullptr)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, XI.as<float>(), s.rows, s.cols, XI.as<float>(), nullptr)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_nll(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), nll.as<double>(), nullptr))
+          << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_nll_backward(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), scale,
+                                               dx.as<float>(), nullptr))
+          << fg_last_error();
+      Bytes all = y.read();
+      for (const DevBuf *b : {&XI, &nll, &dx}) append(all, b->read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 // The cases of family id, generated for every row of the family table: a row without a
 // builder here gives no cases, which tests/cpu/test_families.cpp reports as a failure.
 inline std::vector<FamilyCase> family_cases(fg_family_id id) {
@@ -535,6 +678,8 @@ inline std::vector<FamilyCase> family_cases(fg_family_id id) {
     case FG_FAMILY_apollo: return apollo_family_cases();
     case FG_FAMILY_es_trits: return es_trits_family_cases();
     case FG_FAMILY_rmsnorm: return rmsnorm_family_cases();
+    case FG_FAMILY_attention: return attention_family_cases();
+    case FG_FAMILY_softmax: return softmax_family_cases();
     default: return {};
   }
 }
