@@ -28,7 +28,9 @@ extern "C" {
   X(a, gemm, fg_gemm_call)            \
   X(a, apollo, fg_apollo_call)        \
   X(a, es_trits, fg_es_trits_call)    \
-  X(a, rmsnorm, fg_rmsnorm_call)
+  X(a, rmsnorm, fg_rmsnorm_call)      \
+  X(a, rope, fg_rope_call)            \
+  X(a, embed, fg_embed_call)
 
 typedef enum fg_family_id {
 #define FG_FAMILY_ID_(a, name, call) FG_FAMILY_##name,
