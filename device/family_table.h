@@ -30,7 +30,9 @@ extern "C" {
   X(a, es_trits, fg_es_trits_call)    \
   X(a, rmsnorm, fg_rmsnorm_call)      \
   X(a, attention, fg_attention_call)  \
-  X(a, softmax, fg_softmax_call)
+  X(a, softmax, fg_softmax_call)      \
+  X(a, rope, fg_rope_call)            \
+  X(a, embed, fg_embed_call)
 
 typedef enum fg_family_id {
 #define FG_FAMILY_ID_(a, name, call) FG_FAMILY_##name,

@@ -17,11 +17,13 @@
 
 #include "device/family_table.h"
 #include "forgia/elem/attention.h"
+#include "forgia/elem/embed.h"
 #include "forgia/elem/es_trits.h"
 #include "forgia/elem/op_apollo.h"
 #include "forgia/elem/op_table.h"
 #include "forgia/elem/rmsnorm.h"
 #include "forgia/elem/softmax.h"
+#include "forgia/elem/rope.h"
 #include "forgia/forgia.h"
 #include "gemm_ref.h"
 #include "op_harness.h"
@@ -598,6 +600,56 @@ inline std::vector<FamilyCase> attention_family_cases() {
       Bytes all = o.read();
       append(all, lse.read());
       return all;
+// ---- RoPE: both pairings, forward and inverse, partial rotation, positions out of range ----
+
+inline std::vector<FamilyCase> rope_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_tok, n_heads, head_dim, n_dims;
+    fg_rope_layout layout;
+    bool inverse;
+  };
+  const Shape shapes[] = {{1, 1, 2, 2, FG_ROPE_NORM, false},     {7, 3, 64, 64, FG_ROPE_NORM, false},
+                          {5, 4, 128, 128, FG_ROPE_NEOX, true},   {33, 2, 80, 32, FG_ROPE_NEOX, false},
+                          {300, 8, 64, 48, FG_ROPE_NORM, true}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 700 + 10 * (uint64_t)idx++;
+    const size_t n = s.n_tok * s.n_heads * s.head_dim, n_pos = 2 * s.n_tok + 3;
+    auto x = [=]() { return gaussian(n, seed, 2.0f); };
+    auto pos = [=]() {
+      std::vector<int32_t> p(s.n_tok);
+      for (size_t t = 0; t < s.n_tok; t++) p[t] = (int32_t)((t * 7 + 1) % n_pos);
+      if (s.n_tok > 3) p[1] = -1, p[2] = (int32_t)n_pos, p[3] = INT32_MAX;  // left unchanged
+      return p;
+    };
+    auto table = [=]() {
+      std::vector<float> tb(n_pos * s.n_dims);
+      EXPECT_EQ(FG_OK, fg_rope_table_fill(tb.data(), n_pos, s.n_dims, 10000.0, 1.0, nullptr)) << fg_last_error();
+      return tb;
+    };
+    FamilyCase c;
+    c.name = "rope " + std::to_string(s.n_tok) + "x" + std::to_string(s.n_heads) + "x" + std::to_string(s.head_dim) +
+             " dims " + std::to_string(s.n_dims) + (s.layout == FG_ROPE_NEOX ? " neox" : " norm") +
+             (s.inverse ? " inverse" : "");
+    c.ref = [=]() {
+      std::vector<float> X = x(), T = table();
+      std::vector<int32_t> P = pos();
+      fg_rope_call rc = {X.data(), s.n_tok, s.n_heads, s.head_dim, s.n_dims, n_pos, (int)s.layout, s.inverse ? 1 : 0,
+                         P.data(), T.data()};
+      for (size_t t = 0; t < s.n_tok; t++) {
+        const float *row = fg_rope_row(&rc, t);
+        for (size_t h = 0; row && h < s.n_heads; h++)
+          for (size_t i = 0; i < s.n_dims / 2; i++) fg_rope_pair(&rc, X.data() + (t * s.n_heads + h) * s.head_dim, row, i);
+      }
+      return to_bytes(X);
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf X(dev, to_bytes(x())), P(dev, to_bytes(pos())), T(dev, to_bytes(table()));
+      EXPECT_EQ(FG_OK, fg_rope_apply(dev, X.as<float>(), s.n_tok, s.n_heads, s.head_dim, s.n_dims, s.layout,
+                                     P.as<int32_t>(), T.as<float>(), n_pos, s.inverse, nullptr))
+          << fg_last_error();
+      return X.read();
     };
     out.push_back(c);
   }
@@ -661,6 +713,67 @@ inline std::vector<FamilyCase> softmax_family_cases() {
       Bytes all = y.read();
       for (const DevBuf *b : {&XI, &nll, &dx}) append(all, b->read());
       return all;
+// ---- the embedding gather: scalar and block types, ids out of range, a scale ----
+
+inline std::vector<FamilyCase> embed_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    fg_dtype dt;
+    size_t n_rows, n_cols, n_ids;
+    float scale;
+  };
+  const Shape shapes[] = {{FG_F32, 11, 33, 9, 1.0f},         {FG_F16, 50, 64, 17, 45.254834f},
+                          {FG_BF16, 7, 96, 300, 1.0f},        {FG_Q8_0, 40, 128, 64, 0.5f},
+                          {FG_Q4_K, 9, 512, 13, 1.0f},        {FG_Q6_K, 5, 256, 700, 3.0f},
+                          {FG_IQ4_NL, 6, 64, 5, 1.0f},        {FG_MXFP4, 4, 96, 7, -2.0f}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 800 + 10 * (uint64_t)idx++;
+    const fg_dtype_traits *tr = fg_dtype_info(s.dt);
+    const size_t row_bytes = s.n_cols / tr->block_elems * tr->block_bytes;
+    auto table = [=]() {
+      Bytes tb(s.n_rows * row_bytes);
+      EXPECT_EQ(FG_OK, fg_quant_encode_rows(s.dt, gaussian(s.n_rows * s.n_cols, seed).data(), (int64_t)s.n_rows,
+                                            (int64_t)s.n_cols, tb.data(), tb.size()))
+          << fg_last_error();
+      return tb;
+    };
+    auto ids = [=]() {
+      std::vector<int32_t> v(s.n_ids);
+      for (size_t t = 0; t < s.n_ids; t++) v[t] = (int32_t)((t * 5 + 2) % s.n_rows);
+      v[s.n_ids / 2] = (int32_t)s.n_rows;  // a NaN row
+      if (s.n_ids > 3) v[1] = -3;
+      return v;
+    };
+    FamilyCase c;
+    c.name = std::string("embed ") + fg_dtype_name(s.dt) + " " + std::to_string(s.n_ids) + " of " +
+             std::to_string(s.n_rows) + "x" + std::to_string(s.n_cols);
+    c.ref = [=]() {
+      Bytes T = table();
+      std::vector<int32_t> I = ids();
+      std::vector<float> y(s.n_ids * s.n_cols);
+      fg_embed_call ec = {T.data(), s.dt, tr->block_elems, tr->block_bytes, s.n_rows, s.n_cols, row_bytes,
+                          I.data(), s.n_ids, s.scale, y.data()};
+      for (size_t t = 0; t < s.n_ids; t++) {
+        const uint8_t *row = fg_embed_row(&ec, t);
+        for (size_t b = 0; b < s.n_cols / tr->block_elems; b++) {
+          float *yb = y.data() + t * s.n_cols + b * tr->block_elems;
+          if (!row) {
+            fg_embed_nan(yb, tr->block_elems);
+            continue;
+          }
+          fg_embed_decode(&ec, row, b, 1, yb);
+          fg_embed_scale(&ec, yb, tr->block_elems);
+        }
+      }
+      return to_bytes(y);
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf T(dev, table()), I(dev, to_bytes(ids())), y(dev, nullptr, s.n_ids * s.n_cols * 4);
+      EXPECT_EQ(FG_OK, fg_embed_rows(dev, T.p, s.dt, s.n_rows, s.n_cols, I.as<int32_t>(), s.n_ids, s.scale,
+                                     y.as<float>(), nullptr))
+          << fg_last_error();
+      return y.read();
     };
     out.push_back(c);
   }
@@ -680,6 +793,8 @@ inline std::vector<FamilyCase> family_cases(fg_family_id id) {
     case FG_FAMILY_rmsnorm: return rmsnorm_family_cases();
     case FG_FAMILY_attention: return attention_family_cases();
     case FG_FAMILY_softmax: return softmax_family_cases();
+    case FG_FAMILY_rope: return rope_family_cases();
+    case FG_FAMILY_embed: return embed_family_cases();
     default: return {};
   }
 }

@@ -209,6 +209,10 @@ inline std::vector<OpCase> op_cases(fg_dtype fd) {
   }
   v.push_back(mk(FG_OP_RELU, 2));  // the activations of the training examples (elem/op_nn.h)
   v.push_back(mk(FG_OP_RELU_BACKWARD, 2));
+  v.push_back(mk(FG_OP_SWIGLU, 3));  // the gated feed-forward units of the runtime (elem/op_nn.h)
+  v.push_back(mk(FG_OP_SWIGLU_BACKWARD, 5));
+  v.push_back(mk(FG_OP_GEGLU, 3));
+  v.push_back(mk(FG_OP_GEGLU_BACKWARD, 5));
   for (float beta : {0.95f, 0.3f}) {  // Muon (elem/op_muon.h): both lerp forms, nesterov or not
     for (uint64_t nesterov : {0u, 1u}) {
       fg_optim_config mc = fg_optim_defaults(FG_OPTIM_MUON);
