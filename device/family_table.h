@@ -28,7 +28,8 @@ extern "C" {
   X(a, gemm, fg_gemm_call)            \
   X(a, apollo, fg_apollo_call)        \
   X(a, es_trits, fg_es_trits_call)    \
-  X(a, rmsnorm, fg_rmsnorm_call)
+  X(a, rmsnorm, fg_rmsnorm_call)      \
+  X(a, linear, fg_linear_call)
 
 typedef enum fg_family_id {
 #define FG_FAMILY_ID_(a, name, call) FG_FAMILY_##name,
