@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_linear_x86.h"
 #include "cpu/openblas_lazy.h"
 #include "device/backend.h"
 #include "device/scratch.h"
@@ -31,6 +32,8 @@
 /* Bytes of decoded f32 rows per sgemm call: the tile stays in the core's L2 between its
  * decode and sgemm's reads of it. */
 #define FG_LIN_BLAS_TILE_BYTES (192u * 1024u)
+/* Tokens per call of a fused row product. */
+#define FG_LIN_GEMV_GROUP 8
 /* Below this many multiply-adds one thread is cheaper than waking the team. */
 #define FG_LIN_PAR_MIN 65536.0
 
@@ -58,12 +61,14 @@ typedef float fg_lin_v8f __attribute__((vector_size(32)));
 #define FG_LIN_VT fg_lin_v8f
 #define FG_LIN_MR 6
 #define FG_LIN_NV 2
+#define FG_LIN_DECODE_HOOK fg_lin_x86_decode
 #include "cpu/cpu_linear_isa.h"
 #undef FG_LIN_SFX
 #undef FG_LIN_ATTR
 #undef FG_LIN_VT
 #undef FG_LIN_MR
 #undef FG_LIN_NV
+#undef FG_LIN_DECODE_HOOK
 #endif
 
 typedef struct fg_lin_isa {
@@ -71,13 +76,14 @@ typedef struct fg_lin_isa {
   bool (*decode)(fg_dtype t, const uint8_t *p, size_t nb, unsigned be, unsigned bb, float *out);
   void (*exact_chunk)(size_t nt, size_t kc, const float *panel, const float *x, size_t ldx, float *acc, int first);
   float (*dot)(const float *a, const float *b, size_t n);
+  bool fused; /* the fast mode may use cpu/cpu_linear_x86.h's fused row products */
 } fg_lin_isa;
 
 static const fg_lin_isa fg_lin_isas[] = {
 #ifdef FG_LIN_X86
-  {"avx2", fg_lin_decode_avx2, fg_lin_exact_chunk_avx2, fg_lin_dot_avx2},
+  {"avx2", fg_lin_decode_avx2, fg_lin_exact_chunk_avx2, fg_lin_dot_avx2, true},
 #endif
-  {"generic", fg_lin_decode_generic, fg_lin_exact_chunk_generic, fg_lin_dot_generic},
+  {"generic", fg_lin_decode_generic, fg_lin_exact_chunk_generic, fg_lin_dot_generic, false},
 };
 
 static bool fg_lin_usable(const fg_lin_isa *k) {
@@ -192,14 +198,27 @@ static fg_status fg_lin_gemv(const fg_linear_call *c, fg_stream *stream, const f
   fg_status st = fg_lin_scratch(stream, nth, per, &base);
   if (st) return st;
   const size_t nb = c->n_in / c->block_elems;
+  const bool fused = isa->fused && fg_lin_x86_usable();
   int ok = 1;
 #pragma omp parallel num_threads(nth) reduction(& : ok)
   {
     float *row = (float *)(base + (size_t)omp_get_thread_num() * per);
 #pragma omp for schedule(static)
     for (size_t o = 0; o < c->n_out; o++) {
+      const uint8_t *wrow = (const uint8_t *)c->w + o * c->row_bytes;
+      float dots[FG_LIN_GEMV_GROUP];
+      size_t t0 = 0;
+      for (; fused && t0 < c->n_tok; t0 += FG_LIN_GEMV_GROUP) {
+        const size_t nt = c->n_tok - t0 < FG_LIN_GEMV_GROUP ? c->n_tok - t0 : FG_LIN_GEMV_GROUP;
+        if (!fg_lin_x86_gemv(c->w_type, wrow, c->n_in, c->x + t0 * c->n_in, c->n_in, nt, dots)) break;
+        for (size_t t = 0; t < nt; t++) {
+          float *y = c->y + (t0 + t) * c->n_out + o;
+          *y = c->accumulate ? *y + dots[t] : dots[t];
+        }
+      }
+      if (t0 >= c->n_tok) continue;
       ok &= isa->decode(c->w_type, (const uint8_t *)c->w + o * c->row_bytes, nb, c->block_elems, c->block_bytes, row);
-      for (size_t t = 0; t < c->n_tok; t++) {
+      for (size_t t = t0; t < c->n_tok; t++) {
         const float d = isa->dot(row, c->x + t * c->n_in, c->n_in);
         float *y = c->y + t * c->n_out + o;
         *y = c->accumulate ? *y + d : d;

@@ -4,6 +4,7 @@
  *   FG_LIN_ATTR  the function attribute that selects the set (empty for the baseline)
  *   FG_LIN_VT    the compiler vector type of FG_LIN_VW floats
  *   FG_LIN_MR    tokens per exact micro-kernel call, FG_LIN_NV its vectors of outputs
+ *   FG_LIN_DECODE_HOOK(t, p, nb, out)   optional: a set's own row decoder, true when it had one
  * The exact kernels keep one accumulator per (token, output) lane and step it with
  * FG_GEMM_EXACT_STEP_LANES in input order, so their bits are the scalar loop's for any vector
  * width; only the fast dot product reorders its sum. */
@@ -17,6 +18,9 @@
  * directly so that it inlines and vectorises here; every value is fg_dequant_block's. */
 FG_LIN_ATTR static bool FG_LIN_FN(fg_lin_decode)(fg_dtype t, const uint8_t *restrict p, size_t nb, unsigned be,
                                                  unsigned bb, float *restrict out) {
+#ifdef FG_LIN_DECODE_HOOK
+  if (FG_LIN_DECODE_HOOK(t, p, nb, out)) return true;
+#endif
 #define FG_LIN_EACH(FN)                                                           \
   for (size_t b = 0; b < nb; b++) FN(p + b * (size_t)bb, out + b * (size_t)be); \
   return true
