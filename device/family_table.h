@@ -32,7 +32,8 @@ extern "C" {
   X(a, attention, fg_attention_call)  \
   X(a, softmax, fg_softmax_call)      \
   X(a, rope, fg_rope_call)            \
-  X(a, embed, fg_embed_call)
+  X(a, embed, fg_embed_call)          \
+  X(a, linear, fg_linear_call)
 
 typedef enum fg_family_id {
 #define FG_FAMILY_ID_(a, name, call) FG_FAMILY_##name,

@@ -19,6 +19,7 @@
 #include "forgia/elem/attention.h"
 #include "forgia/elem/embed.h"
 #include "forgia/elem/es_trits.h"
+#include "forgia/elem/linear.h"
 #include "forgia/elem/op_apollo.h"
 #include "forgia/elem/op_table.h"
 #include "forgia/elem/rmsnorm.h"
@@ -774,6 +775,69 @@ inline std::vector<FamilyCase> embed_family_cases() {
                                      y.as<float>(), nullptr))
           << fg_last_error();
       return y.read();
+// An n_out x n_in weight matrix stored as t: f32 values, f16/bf16 rounded from them, or a
+// block type through forgia/quant.h's quantizer.
+inline Bytes linear_weights(fg_dtype t, size_t n_out, size_t n_in, uint64_t seed) {
+  const std::vector<float> v = gaussian(n_out * n_in, seed);
+  if (t == FG_F32) return to_bytes(v);
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  Bytes out(n_out * (n_in / tr->block_elems) * tr->block_bytes);
+  if (t == FG_F16 || t == FG_BF16) {
+    for (size_t i = 0; i < v.size(); i++) {
+      const uint16_t h = t == FG_F16 ? fg_f32_to_f16(v[i]) : fg_f32_to_bf16(v[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+    return out;
+  }
+  EXPECT_EQ(FG_OK, fg_quant_encode_rows(t, v.data(), (int64_t)n_out, (int64_t)n_in, out.data(), out.size()))
+      << fg_last_error();
+  return out;
+}
+
+// The exact mode's scalar loop: rows decoded by elem/quant_decode.h, sums by elem/linear.h.
+inline std::vector<float> linear_exact_ref(const std::vector<float> &x, size_t n_tok, size_t n_in, const Bytes &w,
+                                           fg_dtype t, size_t n_out, const std::vector<float> &y0, bool accumulate) {
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const size_t be = tr->block_elems, row_bytes = n_in / be * tr->block_bytes;
+  std::vector<float> y(n_tok * n_out), row(n_in + FG_LINEAR_MAX_BLOCK);
+  for (size_t o = 0; o < n_out; o++) {
+    for (size_t b = 0; b < n_in / be; b++)
+      EXPECT_TRUE(fg_dequant_block(t, w.data() + o * row_bytes + b * tr->block_bytes, row.data() + b * be));
+    for (size_t tk = 0; tk < n_tok; tk++) {
+      float acc = 0.0f;
+      for (size_t i = 0; i < n_in; i++) acc = fg_gemm_exact_step(acc, x[tk * n_in + i], row[i]);
+      y[tk * n_out + o] = fg_linear_out(acc, accumulate, accumulate ? y0[tk * n_out + o] : 0.0f);
+    }
+  }
+  return y;
+}
+
+inline std::vector<FamilyCase> linear_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_tok, n_in, n_out;
+    fg_dtype t;
+    bool accumulate;
+  };
+  const Shape shapes[] = {{1, 64, 37, FG_F32, false},   {5, 96, 70, FG_F16, true},    {3, 160, 33, FG_BF16, false},
+                          {13, 512, 65, FG_Q4_1, false}, {1, 576, 100, FG_Q8_0, true}, {7, 512, 40, FG_Q4_K, false},
+                          {300, 256, 9, FG_Q6_K, true}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 900 + 10 * (uint64_t)idx++;
+    auto x = [=]() { return gaussian(s.n_tok * s.n_in, seed); };
+    auto w = [=]() { return linear_weights(s.t, s.n_out, s.n_in, seed + 1); };
+    auto y0 = [=]() { return gaussian(s.n_tok * s.n_out, seed + 2); };
+    FamilyCase c;
+    c.name = std::string("linear ") + fg_dtype_name(s.t) + " " + std::to_string(s.n_tok) + "x" +
+             std::to_string(s.n_in) + "x" + std::to_string(s.n_out) + (s.accumulate ? " acc" : "");
+    c.ref = [=]() { return to_bytes(linear_exact_ref(x(), s.n_tok, s.n_in, w(), s.t, s.n_out, y0(), s.accumulate)); };
+    c.run = [=](fg_device *dev) {
+      DevBuf X(dev, to_bytes(x())), W(dev, w()), Y(dev, to_bytes(y0()));
+      EXPECT_EQ(FG_OK, fg_linear(dev, FG_GEMM_EXACT, X.as<float>(), s.n_tok, s.n_in, W.p, s.t, s.n_out, Y.as<float>(),
+                                 s.accumulate, nullptr))
+          << fg_last_error();
+      return Y.read();
     };
     out.push_back(c);
   }
@@ -795,6 +859,7 @@ inline std::vector<FamilyCase> family_cases(fg_family_id id) {
     case FG_FAMILY_softmax: return softmax_family_cases();
     case FG_FAMILY_rope: return rope_family_cases();
     case FG_FAMILY_embed: return embed_family_cases();
+    case FG_FAMILY_linear: return linear_family_cases();
     default: return {};
   }
 }

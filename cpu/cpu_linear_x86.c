@@ -1,0 +1,155 @@
+/* The linear layer's AVX2 kernels for the blocks generation streams most (Q4_0, Q4_1, Q8_0,
+ * F16), written with intrinsics where GCC's vectorisation of the elem/ decoders falls short
+ * (the nibble split and the byte widening). Internal: cpu/cpu_linear.c calls them when the
+ * CPU has AVX2 and FMA.
+ *
+ * fg_lin_x86_decode writes fg_dequant_block's floats: the same IEEE operations per element
+ * (integer code converted exactly, times d, plus m, never fused), so the exact mode may use it.
+ * fg_lin_x86_gemv is the fast mode's fused row-times-tokens product (fused multiply-adds,
+ * vector partial sums): within rounding of the exact sum, not equal to it. */
+#include "cpu/cpu_linear_x86.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "forgia/elem/quant_common.h"
+
+#define FG_LX_DEC __attribute__((target("avx2"), always_inline)) static inline
+#define FG_LX_FMA __attribute__((target("avx2,fma,f16c")))
+
+/* 16 codes (bytes) widened to two vectors of 8 floats. */
+FG_LX_DEC void fg_lx_u8x16(__m128i q, __m256 *a, __m256 *b) {
+  *a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+  *b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q, 8)));
+}
+
+FG_LX_DEC void fg_lx_i8x16(__m128i q, __m256 *a, __m256 *b) {
+  *a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+  *b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
+}
+
+/* One block's 32 values in w[0..3] (elements 0-7, 8-15, 16-23, 24-31). */
+FG_LX_DEC void fg_lx_q4_0(const uint8_t *b, __m256 w[4]) {
+  const __m256 d = _mm256_set1_ps(fg_ld_f16(b));
+  const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 2)), m = _mm_set1_epi8(15),
+                e = _mm_set1_epi8(8);
+  /* (code - 8) as a signed byte, then widened: the elem decoder's int (q & 15) - 8. */
+  fg_lx_i8x16(_mm_sub_epi8(_mm_and_si128(q, m), e), &w[0], &w[1]);
+  fg_lx_i8x16(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m), e), &w[2], &w[3]);
+  for (int k = 0; k < 4; k++) w[k] = _mm256_mul_ps(w[k], d);
+}
+
+FG_LX_DEC void fg_lx_q4_1(const uint8_t *b, __m256 w[4]) {
+  const __m256 d = _mm256_set1_ps(fg_ld_f16(b)), mn = _mm256_set1_ps(fg_ld_f16(b + 2));
+  const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 4)), m = _mm_set1_epi8(15);
+  fg_lx_u8x16(_mm_and_si128(q, m), &w[0], &w[1]);
+  fg_lx_u8x16(_mm_and_si128(_mm_srli_epi16(q, 4), m), &w[2], &w[3]);
+  for (int k = 0; k < 4; k++) w[k] = _mm256_add_ps(_mm256_mul_ps(w[k], d), mn);
+}
+
+FG_LX_DEC void fg_lx_q8_0(const uint8_t *b, __m256 w[4]) {
+  const __m256 d = _mm256_set1_ps(fg_ld_f16(b));
+  fg_lx_i8x16(_mm_loadu_si128((const __m128i *)(const void *)(b + 2)), &w[0], &w[1]);
+  fg_lx_i8x16(_mm_loadu_si128((const __m128i *)(const void *)(b + 18)), &w[2], &w[3]);
+  for (int k = 0; k < 4; k++) w[k] = _mm256_mul_ps(w[k], d);
+}
+
+#define FG_LX_DECODE_ROW(T, BB)                                                            \
+  for (size_t i = 0; i < nb; i++) {                                                        \
+    __m256 w[4];                                                                           \
+    T(p + i * (BB), w);                                                                    \
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + 32 * i + 8 * (size_t)k, w[k]);     \
+  }                                                                                        \
+  return true
+
+__attribute__((target("avx2"))) bool fg_lin_x86_decode(fg_dtype t, const uint8_t *p, size_t nb, float *out) {
+  switch (t) {
+    case FG_Q4_0: FG_LX_DECODE_ROW(fg_lx_q4_0, 18);
+    case FG_Q4_1: FG_LX_DECODE_ROW(fg_lx_q4_1, 20);
+    case FG_Q8_0: FG_LX_DECODE_ROW(fg_lx_q8_0, 34);
+    default: return false;
+  }
+}
+
+/* F16: 32 values by the F16C conversion (the fast mode only: it quiets signalling NaNs). */
+__attribute__((target("avx2,f16c"), always_inline)) static inline void fg_lx_f16(const uint8_t *b, __m256 w[4]) {
+  for (int k = 0; k < 4; k++) w[k] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + 16 * k)));
+}
+
+static inline float fg_lx_hsum(__m256 v) {
+  float l[8], s = 0.0f;
+  memcpy(l, &v, sizeof l);
+  for (int i = 0; i < 8; i++) s += l[i];
+  return s;
+}
+
+/* NT tokens of one row: each token keeps four partial sums (one per vector of the block),
+ * so the fused multiply-adds of a block are independent. */
+#define FG_LX_GEMV(NAME, T, BB, NT)                                                                             \
+  FG_LX_FMA static void NAME(const uint8_t *row, size_t nb, const float *x, size_t ldx, float *out) {           \
+    __m256 acc[NT][4];                                                                                          \
+    for (int t = 0; t < NT; t++)                                                                                \
+      for (int k = 0; k < 4; k++) acc[t][k] = _mm256_setzero_ps();                                              \
+    for (size_t i = 0; i < nb; i++) {                                                                           \
+      __m256 w[4];                                                                                              \
+      T(row + i * (BB), w);                                                                                     \
+      for (int t = 0; t < NT; t++)                                                                              \
+        for (int k = 0; k < 4; k++)                                                                             \
+          acc[t][k] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(x + (size_t)t * ldx + 32 * i + 8 * (size_t)k), acc[t][k]); \
+    }                                                                                                           \
+    for (int t = 0; t < NT; t++)                                                                                \
+      out[t] = fg_lx_hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3]))); \
+  }
+
+#define FG_LX_GEMV_TYPE(T, BB)                      \
+  FG_LX_GEMV(fg_lx_gemv1_##T, fg_lx_##T, BB, 1)     \
+  FG_LX_GEMV(fg_lx_gemv2_##T, fg_lx_##T, BB, 2)     \
+  FG_LX_GEMV(fg_lx_gemv3_##T, fg_lx_##T, BB, 3)     \
+  FG_LX_GEMV(fg_lx_gemv4_##T, fg_lx_##T, BB, 4)     \
+  static void fg_lx_gemv_##T(const uint8_t *row, size_t nb, const float *x, size_t ldx, size_t nt, float *out) { \
+    for (; nt >= 4; nt -= 4, x += 4 * ldx, out += 4) fg_lx_gemv4_##T(row, nb, x, ldx, out);                     \
+    if (nt == 3) fg_lx_gemv3_##T(row, nb, x, ldx, out);                                                          \
+    if (nt == 2) fg_lx_gemv2_##T(row, nb, x, ldx, out);                                                          \
+    if (nt == 1) fg_lx_gemv1_##T(row, nb, x, ldx, out);                                                          \
+  }
+
+FG_LX_GEMV_TYPE(q4_0, 18)
+FG_LX_GEMV_TYPE(q4_1, 20)
+FG_LX_GEMV_TYPE(q8_0, 34)
+FG_LX_GEMV_TYPE(f16, 64)
+
+bool fg_lin_x86_gemv(fg_dtype t, const uint8_t *row, size_t n_in, const float *x, size_t ldx, size_t nt, float *out) {
+  switch (t) {
+    case FG_Q4_0: fg_lx_gemv_q4_0(row, n_in / 32, x, ldx, nt, out); return true;
+    case FG_Q4_1: fg_lx_gemv_q4_1(row, n_in / 32, x, ldx, nt, out); return true;
+    case FG_Q8_0: fg_lx_gemv_q8_0(row, n_in / 32, x, ldx, nt, out); return true;
+    case FG_F16:
+      if (n_in % 32) return false;
+      fg_lx_gemv_f16(row, n_in / 32, x, ldx, nt, out);
+      return true;
+    default: return false;
+  }
+}
+
+bool fg_lin_x86_usable(void) {
+  static _Atomic int have = -1; /* a fact about the CPU: one value per process */
+  if (have < 0) {
+    __builtin_cpu_init();
+    have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  }
+  return have == 1;
+}
+
+#else
+bool fg_lin_x86_usable(void) { return false; }
+bool fg_lin_x86_decode(fg_dtype t, const uint8_t *p, size_t nb, float *out) {
+  (void)t, (void)p, (void)nb, (void)out;
+  return false;
+}
+bool fg_lin_x86_gemv(fg_dtype t, const uint8_t *row, size_t n_in, const float *x, size_t ldx, size_t nt, float *out) {
+  (void)t, (void)row, (void)n_in, (void)x, (void)ldx, (void)nt, (void)out;
+  return false;
+}
+#endif
