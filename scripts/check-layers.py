@@ -138,7 +138,7 @@ def main():
         for b in bad:
             print("  " + b)
         return 1
-    print("\nlayer rule holds: tools/bench -> training -> host -> formats -> device API -> {core, elem}; "
+    print("\nlayer rule holds: tools/bench -> training -> runtime -> host -> formats -> device API -> {core, elem}; "
           "cpu/cuda only behind device/")
     return 0
 

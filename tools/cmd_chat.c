@@ -249,5 +249,5 @@ done:
   fg_lm_cache_free(cache);
   fg_cli_chat_free(&pick);
   fg_cli_lm_close(&m);
-  return fg_cli_close_stdout("chat", rc);
+  return rc;
 }

@@ -129,5 +129,5 @@ done:
   free(text);
   fg_cli_adapters_free(m.lm, &ad);
   fg_cli_lm_close(&m);
-  return fg_cli_close_stdout("eval", rc);
+  return rc;
 }

@@ -206,5 +206,5 @@ done:
   cJSON_Delete(root);
   fg_cli_adapters_free(m.lm, &ad);
   fg_cli_lm_close(&m);
-  return fg_cli_close_stdout("generate", rc);
+  return rc;
 }

@@ -601,6 +601,84 @@ inline std::vector<FamilyCase> attention_family_cases() {
       Bytes all = o.read();
       append(all, lse.read());
       return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- Softmax rows (out of place and in place), nll, and nll's gradient ----
+
+inline std::vector<FamilyCase> softmax_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t rows, cols;
+    bool domain;  // rows sweeping exp's whole domain (subnormal results, 0, -inf, NaN)
+  };
+  const Shape shapes[] = {{1, 1, false},    {3, 31, false},    {6, 1000, false},
+                          {70, 333, false}, {2, 49157, false}, {4, 8192, true}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 800 + 10 * (uint64_t)idx++;
+    const size_t n = s.rows * s.cols;
+    const float scale = 0.37f;
+    std::vector<int32_t> tg(s.rows);
+    for (size_t r = 0; r < s.rows; r++) tg[r] = (int32_t)((r * 7919 + 3) % s.cols);
+    if (s.rows > 2) tg[1] = (int32_t)s.cols, tg[2] = -1;  // out of range: NaN
+    auto xs = [=]() {
+      if (!s.domain) return gaussian(n, seed, 4.0f);
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; i++) x[i] = -112.0f * (float)(i % s.cols) / (float)s.cols + (float)(i / s.cols);
+      x[s.cols + 5] = -INFINITY, x[2 * s.cols + 7] = -3e38f, x[3 * s.cols + 9] = NAN;
+      return x;
+    };
+    FamilyCase c;
+    c.name = std::string(s.domain ? "softmax exp domain " : "softmax ") + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    c.ref = [=]() {
+      const std::vector<float> x = xs();
+      std::vector<float> y(n), dx(n);
+      std::vector<double> nll(s.rows);
+      for (size_t r = 0; r < s.rows; r++) {
+        const float *xr = &x[r * s.cols];
+        float m = fg_sm_max_init();
+        for (size_t j = 0; j < s.cols; j++) m = fg_sm_max(m, xr[j]);
+        double lanes[FG_ROW_LANES] = {0};
+        for (size_t j = 0; j < s.cols; j++) lanes[j % FG_ROW_LANES] = lanes[j % FG_ROW_LANES] + (double)fg_sm_e(xr[j], m);
+        const double S = fg_row_fold(lanes);
+        const bool ok = tg[r] >= 0 && (size_t)tg[r] < s.cols;
+        nll[r] = ok ? fg_sm_nll(m, S, xr[tg[r]]) : fg_sm_nan64();
+        for (size_t j = 0; j < s.cols; j++) {
+          y[r * s.cols + j] = fg_sm_y(fg_sm_e(xr[j], m), S);
+          dx[r * s.cols + j] =
+              ok ? fg_sm_dx(fg_sm_e(xr[j], m), S, (int32_t)j == tg[r], scale) : fg_bits_f32(0x7fc00000u);
+        }
+      }
+      Bytes all = to_bytes(y);
+      append(all, to_bytes(y));  // in place
+      append(all, to_bytes(nll));
+      append(all, to_bytes(dx));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      const Bytes xb = to_bytes(xs());
+      DevBuf X(dev, xb), XI(dev, xb), T(dev, to_bytes(tg)), y(dev, nullptr, n * 4), nll(dev, nullptr, s.rows * 8),
+          dx(dev, nullptr, n * 4);
+      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, X.as<float>(), s.rows, s.cols, y.as<float>(), nullptr)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, XI.as<float>(), s.rows, s.cols, XI.as<float>(), nullptr)) << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_nll(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), nll.as<double>(), nullptr))
+          << fg_last_error();
+      EXPECT_EQ(FG_OK, fg_softmax_nll_backward(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), scale,
+                                               dx.as<float>(), nullptr))
+          << fg_last_error();
+      Bytes all = y.read();
+      for (const DevBuf *b : {&XI, &nll, &dx}) append(all, b->read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 // ---- RoPE: both pairings, forward and inverse, partial rotation, positions out of range ----
 
 inline std::vector<FamilyCase> rope_family_cases() {
@@ -657,63 +735,6 @@ inline std::vector<FamilyCase> rope_family_cases() {
   return out;
 }
 
-// ---- Softmax rows (out of place and in place), nll, and nll's gradient ----
-
-inline std::vector<FamilyCase> softmax_family_cases() {
-  std::vector<FamilyCase> out;
-  struct Shape {
-    size_t rows, cols;
-  };
-  const Shape shapes[] = {{1, 1}, {3, 31}, {6, 1000}, {70, 333}, {2, 49157}};
-  int idx = 0;
-  for (const Shape &s : shapes) {
-    const uint64_t seed = 800 + 10 * (uint64_t)idx++;
-    const size_t n = s.rows * s.cols;
-    const float scale = 0.37f;
-    std::vector<int32_t> tg(s.rows);
-    for (size_t r = 0; r < s.rows; r++) tg[r] = (int32_t)((r * 7919 + 3) % s.cols);
-    if (s.rows > 2) tg[1] = (int32_t)s.cols, tg[2] = -1;  // out of range: NaN
-    FamilyCase c;
-    c.name = "softmax " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
-    c.ref = [=]() {
-      const std::vector<float> x = gaussian(n, seed, 4.0f);
-      std::vector<float> y(n), dx(n);
-      std::vector<double> nll(s.rows);
-      for (size_t r = 0; r < s.rows; r++) {
-        const float *xr = &x[r * s.cols];
-        float m = fg_sm_max_init();
-        for (size_t j = 0; j < s.cols; j++) m = fg_sm_max(m, xr[j]);
-        double lanes[FG_ROW_LANES] = {0};
-        for (size_t j = 0; j < s.cols; j++) lanes[j % FG_ROW_LANES] = lanes[j % FG_ROW_LANES] + (double)fg_sm_e(xr[j], m);
-        const double S = fg_row_fold(lanes);
-        const bool ok = tg[r] >= 0 && (size_t)tg[r] < s.cols;
-        nll[r] = ok ? fg_sm_nll(m, S, xr[tg[r]]) : fg_sm_nan64();
-        for (size_t j = 0; j < s.cols; j++) {
-          y[r * s.cols + j] = fg_sm_y(fg_sm_e(xr[j], m), S);
-          dx[r * s.cols + j] =
-              ok ? fg_sm_dx(fg_sm_e(xr[j], m), S, (int32_t)j == tg[r], scale) : fg_bits_f32(0x7fc00000u);
-        }
-      }
-      Bytes all = to_bytes(y);
-      append(all, to_bytes(y));  // in place
-      append(all, to_bytes(nll));
-      append(all, to_bytes(dx));
-      return all;
-    };
-    c.run = [=](fg_device *dev) {
-      const Bytes xb = to_bytes(gaussian(n, seed, 4.0f));
-      DevBuf X(dev, xb), XI(dev, xb), T(dev, to_bytes(tg)), y(dev, nullptr, n * 4), nll(dev, nullptr, s.rows * 8),
-          dx(dev, nullptr, n * 4);
-      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, X.as<float>(), s.rows, s.cols, y.as<float>(), nullptr)) << fg_last_error();
-      EXPECT_EQ(FG_OK, fg_softmax_rows(dev, XI.as<float>(), s.rows, s.cols, XI.as<float>(), nullptr)) << fg_last_error();
-      EXPECT_EQ(FG_OK, fg_softmax_nll(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), nll.as<double>(), nullptr))
-          << fg_last_error();
-      EXPECT_EQ(FG_OK, fg_softmax_nll_backward(dev, X.as<float>(), s.rows, s.cols, T.as<int32_t>(), scale,
-                                               dx.as<float>(), nullptr))
-          << fg_last_error();
-      Bytes all = y.read();
-      for (const DevBuf *b : {&XI, &nll, &dx}) append(all, b->read());
-      return all;
 // ---- the embedding gather: scalar and block types, ids out of range, a scale ----
 
 inline std::vector<FamilyCase> embed_family_cases() {
@@ -775,6 +796,12 @@ inline std::vector<FamilyCase> embed_family_cases() {
                                      y.as<float>(), nullptr))
           << fg_last_error();
       return y.read();
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 // An n_out x n_in weight matrix stored as t: f32 values, f16/bf16 rounded from them, or a
 // block type through forgia/quant.h's quantizer.
 inline Bytes linear_weights(fg_dtype t, size_t n_out, size_t n_in, uint64_t seed) {
