@@ -63,7 +63,39 @@ TEST(Embed, EveryQuantizableDtypeGathersTheHostDecodedRows) {
     }
     tested++;
   }
-  EXPECT_GE(tested, 20u);  // f32, f16, bf16 and the ggml block types the quantizer writes
+  EXPECT_GE(tested, 23u);  // f32, f16, bf16 and the 20 block types the quantizer writes
+}
+
+// Block types forgia decodes but does not write (the IQ1..IQ3 families): tables of arbitrary
+// bytes, every field value reachable, against the host decoder of the same rows.
+TEST(Embed, DecodeOnlyBlockTypesGatherTheHostDecodedRows) {
+  Cpu cpu;
+  const size_t n_rows = 6, n_cols = 512;
+  const std::vector<int32_t> ids = {5, 0, 3, 3, 9, 1};
+  size_t tested = 0;
+  for (int d = 0; d < (int)FG_DTYPE_END; d++) {
+    const fg_dtype t = (fg_dtype)d;
+    if (!fg_dtype_info(t) || !fg_dtype_info(t)->is_quant || fg_quant_can_encode(t) || !fg_quant_can_decode(t)) continue;
+    SCOPED_TRACE(fg_dtype_name(t));
+    std::vector<uint8_t> table(n_rows * row_bytes(t, n_cols));
+    uint64_t x = 0x243f6a8885a308d3ull + (uint64_t)d;
+    for (uint8_t &b : table) x = x * 6364136223846793005ull + 1442695040888963407ull, b = (uint8_t)(x >> 56);
+    std::vector<float> host(n_rows * n_cols), out(ids.size() * n_cols);
+    ASSERT_EQ(FG_OK, fg_quant_decode_rows(t, table.data(), table.size(), host.data(), (int64_t)n_rows, (int64_t)n_cols))
+        << fg_last_error();
+    ASSERT_EQ(FG_OK, fg_embed_rows(cpu.dev, table.data(), t, n_rows, n_cols, ids.data(), ids.size(), 1.0f, out.data(),
+                                   nullptr))
+        << fg_last_error();
+    for (size_t k = 0; k < ids.size(); k++) {
+      if (ids[k] >= (int32_t)n_rows) {
+        for (size_t c = 0; c < n_cols; c++) ASSERT_EQ(0x7fc00000u, fg_f32_bits(out[k * n_cols + c]));
+        continue;
+      }
+      EXPECT_EQ(0, std::memcmp(&host[(size_t)ids[k] * n_cols], &out[k * n_cols], n_cols * 4)) << "row " << ids[k];
+    }
+    tested++;
+  }
+  EXPECT_GE(tested, 7u);  // iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
 }
 
 // The gathered values are the table's, not only the decoder's: an f32 table's rows come back
