@@ -119,8 +119,9 @@ TEST(Embed, RowsAreTheTablesValues) {
   EXPECT_EQ(INFINITY, out[5]);
   EXPECT_EQ(table[2 * n_cols] * 2.0f, out[0]);
 
-  std::vector<uint8_t> q(n_rows * row_bytes(FG_Q8_0, n_cols));
-  ASSERT_EQ(FG_OK, fg_quant_encode_rows(FG_Q8_0, table.data() + 0, 2, (int64_t)n_cols, q.data(), 2 * row_bytes(FG_Q8_0, n_cols)));
+  const size_t qb = row_bytes(FG_Q8_0, n_cols);
+  std::vector<uint8_t> q(2 * qb);
+  ASSERT_EQ(FG_OK, fg_quant_encode_rows(FG_Q8_0, table.data(), 2, (int64_t)n_cols, q.data(), q.size()));
   const int32_t one = 1;
   ASSERT_EQ(FG_OK, fg_embed_rows(cpu.dev, q.data(), FG_Q8_0, 2, n_cols, &one, 1, 1.0f, out.data(), nullptr));
   float amax = 0;
@@ -171,9 +172,11 @@ TEST(Embed, RefusesBadArgumentsBeforeWriting) {
   // The messages name the call and the argument.
   EXPECT_EQ(FG_ERR_TYPE, fg_embed_rows(cpu.dev, table.data(), FG_I32, 4, 32, ids.data(), 2, 1.0f, out.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "fg_embed_rows: table has dtype i32")) << fg_last_error();
-  EXPECT_EQ(FG_ERR_BAD_ROW, fg_embed_rows(cpu.dev, table.data(), FG_Q8_0, 4, 48, ids.data(), 2, 1.0f, out.data(), nullptr));
+  EXPECT_EQ(FG_ERR_BAD_ROW,
+            fg_embed_rows(cpu.dev, table.data(), FG_Q8_0, 4, 48, ids.data(), 2, 1.0f, out.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "48 columns")) << fg_last_error();
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_embed_rows(cpu.dev, table.data(), FG_F32, 4, 32, ids.data(), 2, 1.0f, (float *)ids.data(), nullptr));
+  EXPECT_EQ(FG_ERR_INVALID_ARG,
+            fg_embed_rows(cpu.dev, table.data(), FG_F32, 4, 32, ids.data(), 2, 1.0f, (float *)ids.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "out overlaps ids")) << fg_last_error();
   // n_ids == 0 does nothing; no table at all makes every id out of range.
   EXPECT_EQ(FG_OK, fg_embed_rows(cpu.dev, nullptr, FG_Q4_K, 0, 256, nullptr, 0, 1.0f, nullptr, nullptr));
