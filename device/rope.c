@@ -9,7 +9,8 @@
 #include "forgia/rope.h"
 
 static fg_status fg_rope_check_dims(const char *what, size_t n_dims) {
-  if (!n_dims || n_dims % 2) return fg_fail(FG_ERR_INVALID_ARG, "%s: n_dims %zu, expected an even count > 0", what, n_dims);
+  if (!n_dims || n_dims % 2)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: n_dims %zu, expected an even count > 0", what, n_dims);
   return FG_OK;
 }
 
@@ -18,7 +19,8 @@ fg_status fg_rope_table_fill(float *table, size_t n_pos, size_t n_dims, double b
   const char *what = "fg_rope_table_fill";
   fg_status st = fg_rope_check_dims(what, n_dims);
   if (st) return st;
-  if (!isfinite(base) || base <= 0.0) return fg_fail(FG_ERR_INVALID_ARG, "%s: base %g, expected a finite value > 0", what, base);
+  if (!isfinite(base) || base <= 0.0)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: base %g, expected a finite value > 0", what, base);
   if (!isfinite(freq_scale) || freq_scale <= 0.0)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: freq_scale %g, expected a finite value > 0", what, freq_scale);
   const size_t half = n_dims / 2;
@@ -48,7 +50,8 @@ fg_status fg_rope_apply(fg_device *dev, float *x, size_t n_tok, size_t n_heads, 
   const char *what = "fg_rope_apply";
   fg_status st = fg_rope_check_dims(what, n_dims);
   if (st) return st;
-  if (n_dims > head_dim) return fg_fail(FG_ERR_INVALID_ARG, "%s: n_dims %zu exceeds head_dim %zu", what, n_dims, head_dim);
+  if (n_dims > head_dim)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: n_dims %zu exceeds head_dim %zu", what, n_dims, head_dim);
   if (layout != FG_ROPE_NORM && layout != FG_ROPE_NEOX)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: layout %d, expected FG_ROPE_NORM or FG_ROPE_NEOX", what, (int)layout);
   if (n_tok && !n_heads) return fg_fail(FG_ERR_INVALID_ARG, "%s: %zu tokens of 0 heads", what, n_tok);
@@ -61,7 +64,8 @@ fg_status fg_rope_apply(fg_device *dev, float *x, size_t n_tok, size_t n_heads, 
   if (n_pos && !table) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL table for %zu positions", what, n_pos);
   const size_t xb = n_tok * n_heads * head_dim * 4;
   if (fg_bytes_overlap(x, xb, pos, n_tok * 4) || fg_bytes_overlap(x, xb, table, n_pos * n_dims * 4))
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: x overlaps %s", what, fg_bytes_overlap(x, xb, pos, n_tok * 4) ? "pos" : "table");
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: x overlaps %s", what,
+                   fg_bytes_overlap(x, xb, pos, n_tok * 4) ? "pos" : "table");
   const fg_rope_call c = {.x = x, .n_tok = n_tok, .n_heads = n_heads, .head_dim = head_dim, .n_dims = n_dims,
                           .n_pos = n_pos, .layout = (int)layout, .inverse = inverse ? 1 : 0, .pos = pos,
                           .table = table};

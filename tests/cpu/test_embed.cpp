@@ -63,7 +63,39 @@ TEST(Embed, EveryQuantizableDtypeGathersTheHostDecodedRows) {
     }
     tested++;
   }
-  EXPECT_GE(tested, 20u);  // f32, f16, bf16 and the ggml block types the quantizer writes
+  EXPECT_GE(tested, 23u);  // f32, f16, bf16 and the 20 block types the quantizer writes
+}
+
+// Block types forgia decodes but does not write (the IQ1..IQ3 families): tables of arbitrary
+// bytes, every field value reachable, against the host decoder of the same rows.
+TEST(Embed, DecodeOnlyBlockTypesGatherTheHostDecodedRows) {
+  Cpu cpu;
+  const size_t n_rows = 6, n_cols = 512;
+  const std::vector<int32_t> ids = {5, 0, 3, 3, 9, 1};
+  size_t tested = 0;
+  for (int d = 0; d < (int)FG_DTYPE_END; d++) {
+    const fg_dtype t = (fg_dtype)d;
+    if (!fg_dtype_info(t) || !fg_dtype_info(t)->is_quant || fg_quant_can_encode(t) || !fg_quant_can_decode(t)) continue;
+    SCOPED_TRACE(fg_dtype_name(t));
+    std::vector<uint8_t> table(n_rows * row_bytes(t, n_cols));
+    uint64_t x = 0x243f6a8885a308d3ull + (uint64_t)d;
+    for (uint8_t &b : table) x = x * 6364136223846793005ull + 1442695040888963407ull, b = (uint8_t)(x >> 56);
+    std::vector<float> host(n_rows * n_cols), out(ids.size() * n_cols);
+    ASSERT_EQ(FG_OK, fg_quant_decode_rows(t, table.data(), table.size(), host.data(), (int64_t)n_rows, (int64_t)n_cols))
+        << fg_last_error();
+    ASSERT_EQ(FG_OK, fg_embed_rows(cpu.dev, table.data(), t, n_rows, n_cols, ids.data(), ids.size(), 1.0f, out.data(),
+                                   nullptr))
+        << fg_last_error();
+    for (size_t k = 0; k < ids.size(); k++) {
+      if (ids[k] >= (int32_t)n_rows) {
+        for (size_t c = 0; c < n_cols; c++) ASSERT_EQ(0x7fc00000u, fg_f32_bits(out[k * n_cols + c]));
+        continue;
+      }
+      EXPECT_EQ(0, std::memcmp(&host[(size_t)ids[k] * n_cols], &out[k * n_cols], n_cols * 4)) << "row " << ids[k];
+    }
+    tested++;
+  }
+  EXPECT_GE(tested, 7u);  // iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m
 }
 
 // The gathered values are the table's, not only the decoder's: an f32 table's rows come back
@@ -87,8 +119,9 @@ TEST(Embed, RowsAreTheTablesValues) {
   EXPECT_EQ(INFINITY, out[5]);
   EXPECT_EQ(table[2 * n_cols] * 2.0f, out[0]);
 
-  std::vector<uint8_t> q(n_rows * row_bytes(FG_Q8_0, n_cols));
-  ASSERT_EQ(FG_OK, fg_quant_encode_rows(FG_Q8_0, table.data() + 0, 2, (int64_t)n_cols, q.data(), 2 * row_bytes(FG_Q8_0, n_cols)));
+  const size_t qb = row_bytes(FG_Q8_0, n_cols);
+  std::vector<uint8_t> q(2 * qb);
+  ASSERT_EQ(FG_OK, fg_quant_encode_rows(FG_Q8_0, table.data(), 2, (int64_t)n_cols, q.data(), q.size()));
   const int32_t one = 1;
   ASSERT_EQ(FG_OK, fg_embed_rows(cpu.dev, q.data(), FG_Q8_0, 2, n_cols, &one, 1, 1.0f, out.data(), nullptr));
   float amax = 0;
@@ -139,9 +172,11 @@ TEST(Embed, RefusesBadArgumentsBeforeWriting) {
   // The messages name the call and the argument.
   EXPECT_EQ(FG_ERR_TYPE, fg_embed_rows(cpu.dev, table.data(), FG_I32, 4, 32, ids.data(), 2, 1.0f, out.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "fg_embed_rows: table has dtype i32")) << fg_last_error();
-  EXPECT_EQ(FG_ERR_BAD_ROW, fg_embed_rows(cpu.dev, table.data(), FG_Q8_0, 4, 48, ids.data(), 2, 1.0f, out.data(), nullptr));
+  EXPECT_EQ(FG_ERR_BAD_ROW,
+            fg_embed_rows(cpu.dev, table.data(), FG_Q8_0, 4, 48, ids.data(), 2, 1.0f, out.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "48 columns")) << fg_last_error();
-  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_embed_rows(cpu.dev, table.data(), FG_F32, 4, 32, ids.data(), 2, 1.0f, (float *)ids.data(), nullptr));
+  EXPECT_EQ(FG_ERR_INVALID_ARG,
+            fg_embed_rows(cpu.dev, table.data(), FG_F32, 4, 32, ids.data(), 2, 1.0f, (float *)ids.data(), nullptr));
   EXPECT_NE(nullptr, std::strstr(fg_last_error(), "out overlaps ids")) << fg_last_error();
   // n_ids == 0 does nothing; no table at all makes every id out of range.
   EXPECT_EQ(FG_OK, fg_embed_rows(cpu.dev, nullptr, FG_Q4_K, 0, 256, nullptr, 0, 1.0f, nullptr, nullptr));

@@ -101,12 +101,15 @@ TEST(Fmath, LogWithinTwoUlpOverEveryDecade) {
     const double u = (double)(splitmix(&s) >> 11) * 0x1p-53;
     check(std::ldexp(1.0 + u, (int)(splitmix(&s) % 2046) - 1022));
     check(0.5 + 1.5 * u);
+    // Just below sqrt(1/2), where e ln2 and log m nearly cancel.
+    check(0.69 + 0.03 * u);
   }
   for (int k = 1; k <= 100000; k++) {
     check(1.0 + k * DBL_EPSILON), check(1.0 - k * DBL_EPSILON / 2);
     check(std::ldexp((double)(splitmix(&s) >> 12), -1074));  // subnormals of every length
     check(std::ldexp((double)k, -1074));
   }
+  check(0.70570010859140242);  // 2.01 ulp before fg_log_f64 summed around the exact m - 1
   check(DBL_MAX), check(DBL_MIN), check(std::ldexp(1.0, -1074)), check(M_SQRT2), check(M_SQRT1_2);
   EXPECT_LE((double)worst, 2.0) << "at x = " << at;
 }

@@ -91,8 +91,9 @@ TEST(Rope, BothPairingsMatchAComplexRotationInF64) {
               const size_t a = (t * s.n_heads + h) * s.hd + (layout == FG_ROPE_NEOX ? i : 2 * i);
               const size_t b = (t * s.n_heads + h) * s.hd + (layout == FG_ROPE_NEOX ? i + s.nd / 2 : 2 * i + 1);
               const double tol = 4.0 * 0x1p-24 * (std::fabs((double)x[a]) + std::fabs((double)x[b]));
-              EXPECT_NEAR(want[a], (double)y[a], tol) << (layout ? "neox" : "norm") << " inverse " << inverse << " " << a;
-              EXPECT_NEAR(want[b], (double)y[b], tol) << (layout ? "neox" : "norm") << " inverse " << inverse << " " << b;
+              const char *name = layout == FG_ROPE_NEOX ? "neox" : "norm";
+              EXPECT_NEAR(want[a], (double)y[a], tol) << name << " inverse " << inverse << " " << a;
+              EXPECT_NEAR(want[b], (double)y[b], tol) << name << " inverse " << inverse << " " << b;
             }
       }
 }

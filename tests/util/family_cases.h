@@ -719,7 +719,8 @@ inline std::vector<FamilyCase> rope_family_cases() {
       for (size_t t = 0; t < s.n_tok; t++) {
         const float *row = fg_rope_row(&rc, t);
         for (size_t h = 0; row && h < s.n_heads; h++)
-          for (size_t i = 0; i < s.n_dims / 2; i++) fg_rope_pair(&rc, X.data() + (t * s.n_heads + h) * s.head_dim, row, i);
+          for (size_t i = 0; i < s.n_dims / 2; i++)
+            fg_rope_pair(&rc, X.data() + (t * s.n_heads + h) * s.head_dim, row, i);
       }
       return to_bytes(X);
     };

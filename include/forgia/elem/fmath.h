@@ -83,8 +83,13 @@ static inline FG_HD double fg_log_f64(double x) {
     m = m * 0.5;
     e += 1;
   }
-  /* log m = 2 atanh(s), s = (m - 1) / (m + 1): 2 (s + s^3/3 + s^5/5 + ...), to s^23. */
-  const double s = (m - 1.0) / (m + 1.0);
+  /* With f = m - 1 (exact) and s = f / (2 + f), log m = 2 atanh(s) = 2s + s r, r = 2 (s^2/3 +
+   * s^4/5 + ... + s^22/23), and 2s = f - hfsq + s hfsq (hfsq = f^2 / 2), so
+   * log m = f - (hfsq - s (hfsq + r)): f is exact and the rounded terms are small next to it,
+   * which keeps the error under 1 ulp where e ln2 and log m nearly cancel (x just below
+   * sqrt(1/2)); summing 2s + 2s (s^2 q) directly reached 2 ulp there. */
+  const double f = m - 1.0;
+  const double s = f / (2.0 + f);
   const double s2 = s * s;
   double q = 1.0 / 23.0;
   q = q * s2 + 1.0 / 21.0;
@@ -97,10 +102,11 @@ static inline FG_HD double fg_log_f64(double x) {
   q = q * s2 + 1.0 / 7.0;
   q = q * s2 + 1.0 / 5.0;
   q = q * s2 + 1.0 / 3.0;
-  const double lm = 2.0 * s + 2.0 * s * (s2 * q);
-  /* e ln2 with ln2 split so e * LN2_HI is exact (|e| < 2^11). */
+  const double r = 2.0 * (s2 * q);
+  const double hfsq = 0.5 * (f * f);
+  /* e ln2 with ln2 split so e * LN2_HI is exact (|e| < 2^11); the low part joins the small terms. */
   const double de = (double)e;
-  return (de * 6.93147180369123816490e-01 + lm) + de * 1.90821492927058770002e-10;
+  return de * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + r) + de * 1.90821492927058770002e-10)) - f);
 }
 
 /* silu(x) = x / (1 + e^-x), in f32. */

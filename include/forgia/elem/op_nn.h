@@ -4,7 +4,9 @@
  *
  * ReLU rather than tanh or a sigmoid: a comparison and a select are exact in IEEE
  * arithmetic, so the CPU and CUDA launchers give the same bits without a libm of our own
- * (tanhf and expf differ between glibc and CUDA in the last place). */
+ * (tanhf and expf differ between glibc and CUDA in the last place). The gated units of the
+ * transformer runtime below need exp and tanh: they take them from elem/fmath.h, which is
+ * that libm. */
 #ifndef FORGIA_ELEM_OP_NN_H
 #define FORGIA_ELEM_OP_NN_H
 
