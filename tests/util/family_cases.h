@@ -610,8 +610,10 @@ inline std::vector<FamilyCase> softmax_family_cases() {
   std::vector<FamilyCase> out;
   struct Shape {
     size_t rows, cols;
+    bool domain;  // rows sweeping exp's whole domain (subnormal results, 0, -inf, NaN)
   };
-  const Shape shapes[] = {{1, 1}, {3, 31}, {6, 1000}, {70, 333}, {2, 49157}};
+  const Shape shapes[] = {{1, 1, false},    {3, 31, false},    {6, 1000, false},
+                          {70, 333, false}, {2, 49157, false}, {4, 8192, true}};
   int idx = 0;
   for (const Shape &s : shapes) {
     const uint64_t seed = 800 + 10 * (uint64_t)idx++;
@@ -620,10 +622,17 @@ inline std::vector<FamilyCase> softmax_family_cases() {
     std::vector<int32_t> tg(s.rows);
     for (size_t r = 0; r < s.rows; r++) tg[r] = (int32_t)((r * 7919 + 3) % s.cols);
     if (s.rows > 2) tg[1] = (int32_t)s.cols, tg[2] = -1;  // out of range: NaN
+    auto xs = [=]() {
+      if (!s.domain) return gaussian(n, seed, 4.0f);
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; i++) x[i] = -112.0f * (float)(i % s.cols) / (float)s.cols + (float)(i / s.cols);
+      x[s.cols + 5] = -INFINITY, x[2 * s.cols + 7] = -3e38f, x[3 * s.cols + 9] = NAN;
+      return x;
+    };
     FamilyCase c;
-    c.name = "softmax " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    c.name = std::string(s.domain ? "softmax exp domain " : "softmax ") + std::to_string(s.rows) + "x" + std::to_string(s.cols);
     c.ref = [=]() {
-      const std::vector<float> x = gaussian(n, seed, 4.0f);
+      const std::vector<float> x = xs();
       std::vector<float> y(n), dx(n);
       std::vector<double> nll(s.rows);
       for (size_t r = 0; r < s.rows; r++) {
@@ -648,7 +657,7 @@ inline std::vector<FamilyCase> softmax_family_cases() {
       return all;
     };
     c.run = [=](fg_device *dev) {
-      const Bytes xb = to_bytes(gaussian(n, seed, 4.0f));
+      const Bytes xb = to_bytes(xs());
       DevBuf X(dev, xb), XI(dev, xb), T(dev, to_bytes(tg)), y(dev, nullptr, n * 4), nll(dev, nullptr, s.rows * 8),
           dx(dev, nullptr, n * 4);
       EXPECT_EQ(FG_OK, fg_softmax_rows(dev, X.as<float>(), s.rows, s.cols, y.as<float>(), nullptr)) << fg_last_error();
