@@ -1,8 +1,10 @@
 /* Attention on the CPU (forgia/attention.h): OpenMP over (token, kv head) items, each item
- * computing whole, in the contract's order, the query heads that share that kv head, so the
- * bits do not depend on the thread count and equal CUDA's. Taking the group together reads
- * each key and value row once for all its heads (the caches are the memory traffic), and
- * the dots of several keys run side by side for instruction-level parallelism. */
+ * computing whole, in the contract's order, the query heads that share that kv head (or a
+ * part of them, when there are fewer items than threads), so the bits do not depend on the
+ * thread count and equal CUDA's. Taking the group together reads each key and value row
+ * once for all its heads (the caches are the memory traffic), and the dots of several keys
+ * run side by side for instruction-level parallelism. */
+#include <omp.h>
 #include <stdlib.h>
 
 #include "device/backend.h"
@@ -40,12 +42,13 @@ static void fg_cpu_at_scores(const fg_attention_call *c, const float *q, size_t 
     for (size_t g = 0; g < G; g++) sc[g * span + j] = fg_attn_score(q + g * D, K + j * D, D, c->scale);
 }
 
-static void fg_cpu_at_item(const fg_attention_call *c, size_t t, size_t kvh, size_t span,
+/* Query heads h0 .. h0 + G - 1 of token t, all reading one kv head. */
+static void fg_cpu_at_item(const fg_attention_call *c, size_t t, size_t h0, size_t G, size_t span,
                            const fg_cpu_at_scratch *w) {
-  const size_t D = c->head_dim, G = c->n_head / c->n_kv_head, row0 = t * c->n_head + kvh * G;
+  const size_t D = c->head_dim, row0 = t * c->n_head + h0;
   float *o = c->out + row0 * D;
   size_t lo = 0, hi = 0, kv = 0;
-  if (!fg_attn_span(c, t, kvh * G, &lo, &hi, &kv)) {
+  if (!fg_attn_span(c, t, h0, &lo, &hi, &kv)) {
     for (size_t i = 0; i < G * D; i++) o[i] = fg_bits_f32(0x7fc00000u);
     if (c->lse)
       for (size_t g = 0; g < G; g++) c->lse[row0 + g] = fg_bits_f32(0x7fc00000u);
@@ -81,8 +84,13 @@ static void fg_cpu_at_item(const fg_attention_call *c, size_t t, size_t kvh, siz
 fg_status fg_cpu_attention(fg_device *dev, const fg_attention_call *c, fg_stream *stream) {
   (void)dev, (void)stream;
   const size_t span = c->window && c->window < c->n_ctx ? c->window : c->n_ctx;
-  const size_t G = c->n_head / c->n_kv_head;
-  const long long items = (long long)(c->n_tok * c->n_kv_head);
+  /* Items of G heads: a whole group, or a part of it when there are fewer groups than
+   * threads (a decoded token of a model with few kv heads). */
+  size_t G = c->n_head / c->n_kv_head;
+  const size_t threads = (size_t)omp_get_max_threads();
+  while (G % 2 == 0 && c->n_tok * (c->n_head / G) < threads) G /= 2;
+  const size_t per_tok = c->n_head / G;
+  const long long items = (long long)(c->n_tok * per_tok);
   int failed = 0;
 #pragma omp parallel if (c->n_tok * c->n_head * span * c->head_dim > 65536) reduction(| : failed)
   {
@@ -93,7 +101,7 @@ fg_status fg_cpu_attention(fg_device *dev, const fg_attention_call *c, fg_stream
      * call fails as a whole. */
 #pragma omp for schedule(dynamic, 1)
     for (long long i = 0; i < items; i++)
-      if (ok) fg_cpu_at_item(c, (size_t)i / c->n_kv_head, (size_t)i % c->n_kv_head, span, &w);
+      if (ok) fg_cpu_at_item(c, (size_t)i / per_tok, (size_t)i % per_tok * G, G, span, &w);
     free(w.sc), free(w.acc);
   }
   if (failed)
