@@ -18,8 +18,8 @@ typedef struct fg_cpu_at_scratch {
 
 /* Scores of query head rows q (G of them, head_dim apart) against keys K[0 .. n): four keys
  * at a time, each dot in d order. */
-static void fg_cpu_at_scores(const fg_attention_call *c, const float *q, size_t G, const float *K, size_t n,
-                             float *sc, size_t span) {
+static void fg_cpu_at_scores(const fg_attention_call *c, const float *q, size_t G, const float *K, size_t n, float *sc,
+                             size_t span) {
   const size_t D = c->head_dim;
   size_t j = 0;
   for (; j + 4 <= n; j += 4) {

@@ -80,7 +80,8 @@ static void fg_cpu_sm_row(const fg_softmax_call *c, size_t r) {
   const float *x = c->x + r * n;
   float *y = c->y ? c->y + r * n : NULL;
   if (c->kind != FG_SOFTMAX_ROWS && !fg_sm_target_ok(c, r)) {
-    if (c->kind == FG_SOFTMAX_NLL) c->nll[r] = fg_sm_nan64();
+    if (c->kind == FG_SOFTMAX_NLL)
+      c->nll[r] = fg_sm_nan64();
     else
       for (size_t j = 0; j < n; j++) y[j] = fg_bits_f32(0x7fc00000u);
     return;
