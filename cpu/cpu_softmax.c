@@ -18,16 +18,55 @@ static float fg_cpu_sm_max(const float *x, size_t n) {
   return nan ? fg_bits_f32(0x7fc00000u) : m;
 }
 
+/* c ? a : b on bit patterns, with c 0 or 1: a select the vectorizer takes (a conditional
+ * expression on floats counts as control flow to it). */
+static inline float fg_cpu_sm_sel(uint32_t c, float a, float b) {
+  const uint32_t m = 0u - c;
+  return fg_bits_f32((fg_f32_bits(a) & m) | (fg_f32_bits(b) & ~m));
+}
+
+/* e_i = fg_exp_f32(x_i - m) for FG_ROW_LANES values, written without branches so the loop
+ * vectorizes: every lane runs fg_exp_f32's operations (elem/fmath.h) on a clamped copy of
+ * its argument, then the special cases are selected, so each e_i has fg_exp_f32's bits
+ * (checked for all 2^32 arguments once; the family case "softmax exp domain" of
+ * tests/util/family_cases.h sweeps the range a softmax sees). */
+static void fg_cpu_sm_exp_lanes(const float *x, float m, float *e) {
+  for (unsigned i = 0; i < FG_ROW_LANES; i++) {
+    const float d = x[i] - m;
+    const uint32_t nan = d != d, big = d > 88.72283935546875f, small = d < -103.97207708f;
+    const float a = fg_cpu_sm_sel(nan | big | small, 0.0f, d);
+    const float t = a * 1.44269502162933349609375f;
+    const float n = (float)(int32_t)(t + fg_cpu_sm_sel(t < 0.0f, -0.5f, 0.5f));
+    const float r = (a - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+    float p = 1.98412698e-4f;
+    p = p * r + 1.38888889e-3f;
+    p = p * r + 8.33333377e-3f;
+    p = p * r + 4.16666679e-2f;
+    p = p * r + 1.66666672e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t k = (int32_t)n;
+    const float sub = (p * fg_bits_f32((uint32_t)(k + 64 + 127) << 23)) * fg_bits_f32((uint32_t)(-64 + 127) << 23);
+    const float top = (p * fg_bits_f32((uint32_t)(k - 1 + 127) << 23)) * 2.0f;
+    const float mid = p * fg_bits_f32((uint32_t)(k + 127) << 23);
+    float v = fg_cpu_sm_sel(k < -126, sub, fg_cpu_sm_sel(k > 127, top, mid));
+    v = fg_cpu_sm_sel(small, 0.0f, v);
+    v = fg_cpu_sm_sel(big, fg_bits_f32(0x7f800000u), v);
+    e[i] = fg_cpu_sm_sel(nan, fg_bits_f32(0x7fc00000u), v);
+  }
+}
+
 /* The row grid's sum of e_j = exp(x_j - m), storing e_j in e when e is not NULL. */
 static double fg_cpu_sm_sum(const float *x, size_t n, float m, float *e) {
   double s[FG_ROW_LANES] = {0};
+  float buf[FG_ROW_LANES];
   size_t j = 0;
-  for (; j + FG_ROW_LANES <= n; j += FG_ROW_LANES)
-    for (size_t i = 0; i < FG_ROW_LANES; i++) {
-      const float v = fg_sm_e(x[j + i], m);
-      if (e) e[j + i] = v;
-      s[i] = s[i] + (double)v;
-    }
+  for (; j + FG_ROW_LANES <= n; j += FG_ROW_LANES) {
+    float *v = e ? e + j : buf;
+    fg_cpu_sm_exp_lanes(x + j, m, v);
+    for (unsigned i = 0; i < FG_ROW_LANES; i++) s[i] = s[i] + (double)v[i];
+  }
   for (size_t i = 0; j + i < n; i++) {
     const float v = fg_sm_e(x[j + i], m);
     if (e) e[j + i] = v;
@@ -41,7 +80,8 @@ static void fg_cpu_sm_row(const fg_softmax_call *c, size_t r) {
   const float *x = c->x + r * n;
   float *y = c->y ? c->y + r * n : NULL;
   if (c->kind != FG_SOFTMAX_ROWS && !fg_sm_target_ok(c, r)) {
-    if (c->kind == FG_SOFTMAX_NLL) c->nll[r] = fg_sm_nan64();
+    if (c->kind == FG_SOFTMAX_NLL)
+      c->nll[r] = fg_sm_nan64();
     else
       for (size_t j = 0; j < n; j++) y[j] = fg_bits_f32(0x7fc00000u);
     return;

@@ -19,11 +19,12 @@ fg_status fg_attention_forward(fg_device *dev, const fg_attention_args *a, fg_st
   const char *what = "fg_attention_forward";
   if (!a) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL args", what);
   if (!a->n_head || !a->n_kv_head || a->n_head % a->n_kv_head)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: n_head %zu, n_kv_head %zu: expected n_head a positive multiple of n_kv_head",
-                   what, a->n_head, a->n_kv_head);
+    return fg_fail(FG_ERR_INVALID_ARG,
+                   "%s: n_head %zu, n_kv_head %zu: expected n_head a positive multiple of n_kv_head", what, a->n_head,
+                   a->n_kv_head);
   if (!a->head_dim || !a->n_seq || !a->n_ctx)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: head_dim %zu, n_seq %zu, n_ctx %zu: all must be positive", what, a->head_dim,
-                   a->n_seq, a->n_ctx);
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: head_dim %zu, n_seq %zu, n_ctx %zu: all must be positive", what,
+                   a->head_dim, a->n_seq, a->n_ctx);
   size_t cache = 0, qn = 0, heads = 0;
   if (!fg_at_mul(a->n_seq, a->n_kv_head, &cache) || !fg_at_mul(cache, a->n_ctx, &cache) ||
       !fg_at_mul(cache, a->head_dim, &cache) || cache > SIZE_MAX / 4)

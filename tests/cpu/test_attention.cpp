@@ -83,7 +83,8 @@ struct Problem {
           EXPECT_EQ(0x7fc00000u, fgt_bits(lse[row])) << t << "," << h;
           continue;
         }
-        for (size_t d = 0; d < D; d++) EXPECT_NEAR(out[row * D + d], o[d], tol * (1 + std::fabs(o[d]))) << t << "," << h;
+        for (size_t d = 0; d < D; d++)
+          EXPECT_NEAR(out[row * D + d], o[d], tol * (1 + std::fabs(o[d]))) << t << "," << h;
         EXPECT_NEAR(lse[row], l, tol * (1 + std::fabs(l))) << t << "," << h;
       }
   }
