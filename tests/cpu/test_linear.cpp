@@ -144,6 +144,26 @@ TEST(Linear, ModesWithinRoundingOfF64) {
     }
 }
 
+// The fast mode's portable paths (no fused AVX2 row products), and an F16 row whose length
+// is not a whole number of the fused kernel's 32-value steps.
+TEST(Linear, FastPortablePathsWithinRounding) {
+  Cpu c;
+  int k = 0;
+  for (const char *kern : {"generic", ""})
+    for (fg_dtype t : {FG_F16, FG_Q4_1, FG_Q8_0, FG_Q4_K})
+      for (size_t n_tok : {1, 3, 20}) {
+        const size_t n_in = t == FG_Q4_K ? 512 : t == FG_F16 ? 40 : 96;
+        Problem p(n_tok, n_in, 45, t, 700 + (uint64_t)k++);
+        setenv("FORGIA_CPU_LINEAR_KERNEL", kern, 1);
+        const std::vector<float> y = p.run(c.dev, FG_GEMM_FAST, false);
+        unsetenv("FORGIA_CPU_LINEAR_KERNEL");
+        const std::vector<double> want = p.ref64(), mag = p.mag64();
+        for (size_t i = 0; i < y.size(); i++)
+          ASSERT_LE(std::fabs((double)y[i] - want[i]), (double)n_in * 0x1p-24 * mag[i] + 1e-30)
+              << fg_dtype_name(t) << " kernel '" << kern << "' n_tok " << n_tok << " at " << i;
+      }
+}
+
 TEST(Linear, EmptyShapes) {
   Cpu c;
   std::vector<float> y = {1.5f, -2.0f, 3.0f, 4.0f};
