@@ -16,7 +16,7 @@
 
 #include "forgia/elem/quant_common.h"
 
-#define FG_LX_DEC __attribute__((target("avx2"), always_inline)) static inline
+#define FG_LX_DEC __attribute__((target("avx2,f16c"), always_inline)) static inline
 #define FG_LX_FMA __attribute__((target("avx2,fma,f16c")))
 
 /* 16 codes (bytes) widened to two vectors of 8 floats. */
@@ -30,9 +30,11 @@ FG_LX_DEC void fg_lx_i8x16(__m128i q, __m256 *a, __m256 *b) {
   *b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)));
 }
 
-/* One block's 32 values in w[0..3] (elements 0-7, 8-15, 16-23, 24-31), from its codes at q and
- * its scales (the caller converts them: fg_ld_f16 for the exact decode, F16C in the fused
- * fast products, the same value for every non-NaN). */
+/* One block's 32 values in w[0..3] (elements 0-7, 8-15, 16-23, 24-31), from its codes at qs
+ * and its scales, converted by F16C. F16C gives fg_ld_f16's value for every non-NaN half and
+ * quiets a signalling NaN where fg_ld_f16 keeps it, but every element is a product with d
+ * (then plus m), and x86 arithmetic returns a NaN operand quieted either way: the same bits
+ * as the elem decoders (tests/cpu/test_linear.cpp checks scales at f16's edges). */
 FG_LX_DEC void fg_lx_q4_0(const uint8_t *qs, float dd, __m256 w[4]) {
   const __m256 d = _mm256_set1_ps(dd);
   const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)qs), m = _mm_set1_epi8(15), e = _mm_set1_epi8(8);
@@ -58,10 +60,10 @@ FG_LX_DEC void fg_lx_q8_0(const uint8_t *qs, float dd, __m256 w[4]) {
 }
 
 /* The blocks with their scales: E by the elem conversion, F by F16C. */
-#define FG_LX_E_q4_0(b, w) fg_lx_q4_0((b) + 2, fg_ld_f16(b), w)
-#define FG_LX_E_q4_1(b, w) fg_lx_q4_1((b) + 4, fg_ld_f16(b), fg_ld_f16((b) + 2), w)
-#define FG_LX_E_q8_0(b, w) fg_lx_q8_0((b) + 2, fg_ld_f16(b), w)
 #define FG_LX_F16C(p) _cvtsh_ss(fg_bytes_ld_le16(p))
+#define FG_LX_E_q4_0 FG_LX_F_q4_0
+#define FG_LX_E_q4_1 FG_LX_F_q4_1
+#define FG_LX_E_q8_0 FG_LX_F_q8_0
 #define FG_LX_F_q4_0(b, w) fg_lx_q4_0((b) + 2, FG_LX_F16C(b), w)
 #define FG_LX_F_q4_1(b, w) fg_lx_q4_1((b) + 4, FG_LX_F16C(b), FG_LX_F16C((b) + 2), w)
 #define FG_LX_F_q8_0(b, w) fg_lx_q8_0((b) + 2, FG_LX_F16C(b), w)
@@ -74,13 +76,42 @@ FG_LX_DEC void fg_lx_q8_0(const uint8_t *qs, float dd, __m256 w[4]) {
   }                                                                                        \
   return true
 
-__attribute__((target("avx2"))) bool fg_lin_x86_decode(fg_dtype t, const uint8_t *p, size_t nb, float *out) {
+__attribute__((target("avx2,f16c"))) bool fg_lin_x86_decode(fg_dtype t, const uint8_t *p, size_t nb, float *out) {
   switch (t) {
     case FG_Q4_0: FG_LX_DECODE_ROW(FG_LX_E_q4_0, 18);
     case FG_Q4_1: FG_LX_DECODE_ROW(FG_LX_E_q4_1, 20);
     case FG_Q8_0: FG_LX_DECODE_ROW(FG_LX_E_q8_0, 18 + 16);
     default: return false;
   }
+}
+
+/* src rows (rows <= 8, ld floats apart) x kc columns into dst[p][r] (ld_dst floats a row):
+ * whole 8 x 8 tiles through registers, the rest one by one. */
+__attribute__((target("avx2"))) void fg_lin_x86_transpose8(const float *src, size_t ld, size_t rows, size_t kc,
+                                                           float *dst, size_t ld_dst) {
+  size_t p = 0;
+  if (rows == 8)
+    for (; p + 8 <= kc; p += 8) {
+      __m256 r[8], t[8];
+      for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (size_t)i * ld + p);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+      }
+      for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+      }
+      for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (p + (size_t)i) * ld_dst, t[i]);
+    }
+  for (; p < kc; p++)
+    for (size_t i = 0; i < rows; i++) dst[p * ld_dst + i] = src[i * ld + p];
 }
 
 /* F16: 32 values by the F16C conversion (the fast mode only: it quiets signalling NaNs). */
@@ -152,6 +183,9 @@ bool fg_lin_x86_usable(void) {
 
 #else
 bool fg_lin_x86_usable(void) { return false; }
+void fg_lin_x86_transpose8(const float *src, size_t ld, size_t rows, size_t kc, float *dst, size_t ld_dst) {
+  (void)src, (void)ld, (void)rows, (void)kc, (void)dst, (void)ld_dst;
+}
 bool fg_lin_x86_decode(fg_dtype t, const uint8_t *p, size_t nb, float *out) {
   (void)t, (void)p, (void)nb, (void)out;
   return false;
