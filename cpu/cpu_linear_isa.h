@@ -63,15 +63,19 @@ FG_LIN_ATTR static bool FG_LIN_FN(fg_lin_decode)(fg_dtype t, const uint8_t *rest
     FG_LIN_VT r[MR][NV];                                                                                           \
     for (int i = 0; i < MR; i++)                                                                                   \
       for (int v = 0; v < NV; v++) {                                                                               \
-        if (first) r[i][v] = zero;                                                                                 \
-        else memcpy(&r[i][v], acc + (size_t)i * ldacc + (size_t)v * FG_LIN_VW, sizeof(FG_LIN_VT));                 \
+        FG_LIN_VT l;                                                                                               \
+        memcpy(&l, acc + (size_t)i * ldacc + (size_t)v * FG_LIN_VW, sizeof l);                                     \
+        r[i][v] = first ? zero : l;                                                                                \
       }                                                                                                            \
     for (size_t p = 0; p < kc; p++) {                                                                              \
-      FG_LIN_VT b[NV];                                                                                             \
-      for (int v = 0; v < NV; v++) memcpy(&b[v], w + p * ldw + (size_t)v * FG_LIN_VW, sizeof(FG_LIN_VT));          \
-      for (int i = 0; i < MR; i++) {                                                                               \
-        const float a = x[(size_t)i * ldx + p];                                                                    \
-        for (int v = 0; v < NV; v++) r[i][v] = FG_GEMM_EXACT_STEP_LANES(r[i][v], a, b[v]);                         \
+      float a[MR];                                                                                                 \
+      for (int i = 0; i < MR; i++) a[i] = x[(size_t)i * ldx + p];                                                  \
+      /* One vector of the panel at a time: a whole row copied to the stack first was not   */                     \
+      /* kept in registers by GCC (the accumulators spilled with it).                       */                     \
+      for (int v = 0; v < NV; v++) {                                                                               \
+        FG_LIN_VT b;                                                                                               \
+        memcpy(&b, w + p * ldw + (size_t)v * FG_LIN_VW, sizeof b);                                                 \
+        for (int i = 0; i < MR; i++) r[i][v] = FG_GEMM_EXACT_STEP_LANES(r[i][v], a[i], b);                         \
       }                                                                                                            \
     }                                                                                                              \
     for (int i = 0; i < MR; i++)                                                                                   \
