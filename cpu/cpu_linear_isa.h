@@ -97,7 +97,8 @@ FG_LIN_ATTR static void FG_LIN_FN(fg_lin_exact_chunk)(size_t nt, size_t kc, cons
   for (; t + FG_LIN_MR <= nt; t += FG_LIN_MR)
     for (size_t g = 0; g < FG_LIN_OT; g += group)
       FG_LIN_FN(fg_lin_uk_many)(kc, panel + g, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT + g, FG_LIN_OT, first);
-  for (; t < nt; t++) FG_LIN_FN(fg_lin_uk_one)(kc, panel, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT, FG_LIN_OT, first);
+  for (; t < nt; t++)
+    FG_LIN_FN(fg_lin_uk_one)(kc, panel, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT, FG_LIN_OT, first);
 }
 
 /* The fast mode's dot product of n floats: FG_LIN_DOT_ACC vector accumulators, then their

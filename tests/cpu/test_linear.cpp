@@ -102,20 +102,22 @@ TEST(Linear, ExactEqualsScalarLoopWithSpecialScales) {
   Cpu c;
   const uint16_t specials[] = {0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x7d00, 0x7e01, 0x0400, 0x7bff};
   int k = 0;
-  for (fg_dtype t : {FG_Q4_0, FG_Q4_1, FG_Q8_0}) {
+  for (fg_dtype t : {FG_Q4_0, FG_Q4_1, FG_Q8_0, FG_Q4_K}) {
     Problem p(3, 256, 40, t, 500 + (uint64_t)k++);
     const fg_dtype_traits *tr = fg_dtype_info(t);
-    // Row r < 9 gets special r as one block's d (and, for Q4_1, special r + 4 as another's m),
-    // so each special shows in its own outputs instead of a NaN swamping them all.
+    // Row r < 9 gets special r as one block's d (and, for Q4_1 / Q4_K, special r + 4 as an m
+    // or dmin), so each special shows in its own outputs instead of a NaN swamping them all.
     const size_t per_row = 256 / tr->block_elems;
     for (size_t r = 0; r < 9; r++) {
       uint8_t *row = p.w.data() + r * per_row * tr->block_bytes;
       std::memcpy(row + (r % per_row) * tr->block_bytes, &specials[r], 2);
-      if (t == FG_Q4_1) std::memcpy(row + ((r + 3) % per_row) * tr->block_bytes + 2, &specials[(r + 4) % 9], 2);
+      if (t != FG_Q4_0 && t != FG_Q8_0)
+        std::memcpy(row + ((r + 3) % per_row) * tr->block_bytes + 2, &specials[(r + 4) % 9], 2);
     }
     for (const char *kern : {"", "generic"}) {
       setenv("FORGIA_CPU_LINEAR_KERNEL", kern, 1);
-      EXPECT_TRUE(same_bits(p.run(c.dev, FG_GEMM_EXACT, false), p.ref(false))) << fg_dtype_name(t) << " '" << kern << "'";
+      EXPECT_TRUE(same_bits(p.run(c.dev, FG_GEMM_EXACT, false), p.ref(false)))
+          << fg_dtype_name(t) << " '" << kern << "'";
     }
     unsetenv("FORGIA_CPU_LINEAR_KERNEL");
   }
