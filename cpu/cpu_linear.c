@@ -27,7 +27,8 @@
 #define FG_LIN_TT 256 /* tokens per exact tile: bounds the acc tile */
 #define FG_LIN_KC 256 /* inputs per exact chunk, rounded to whole blocks */
 /* From this many tokens the fast mode decodes tiles for sgemm; below, each decoded row serves
- * too few tokens for sgemm's packing to pay (bench_linear's n_tok sweep). */
+ * too few tokens for sgemm's packing to pay (measured on 576 x 1536 Q4_1 and Q8_0, one
+ * thread: the row products 3-4x faster at 1-2 tokens, even at 8, sgemm 1.5x faster at 16). */
 #define FG_LIN_BLAS_MIN_TOK 8
 /* Bytes of decoded f32 rows per sgemm call: the tile stays in the core's L2 between its
  * decode and sgemm's reads of it. */
@@ -61,7 +62,7 @@ typedef float fg_lin_v8f __attribute__((vector_size(32)));
 #define FG_LIN_VT fg_lin_v8f
 #define FG_LIN_MR 6
 #define FG_LIN_NV 2
-#define FG_LIN_DECODE_HOOK fg_lin_x86_decode
+#define FG_LIN_DECODE_HOOK(t, p, nb, out) (fg_lin_x86_usable() && fg_lin_x86_decode(t, p, nb, out))
 #include "cpu/cpu_linear_isa.h"
 #undef FG_LIN_SFX
 #undef FG_LIN_ATTR
@@ -71,19 +72,26 @@ typedef float fg_lin_v8f __attribute__((vector_size(32)));
 #undef FG_LIN_DECODE_HOOK
 #endif
 
+static void fg_lin_transpose8_generic(const float *src, size_t ld, size_t rows, size_t kc, float *dst,
+                                      size_t ld_dst) {
+  for (size_t p = 0; p < kc; p++)
+    for (size_t i = 0; i < rows; i++) dst[p * ld_dst + i] = src[i * ld + p];
+}
+
 typedef struct fg_lin_isa {
   const char *name;
   bool (*decode)(fg_dtype t, const uint8_t *p, size_t nb, unsigned be, unsigned bb, float *out);
   void (*exact_chunk)(size_t nt, size_t kc, const float *panel, const float *x, size_t ldx, float *acc, int first);
   float (*dot)(const float *a, const float *b, size_t n);
+  void (*transpose8)(const float *src, size_t ld, size_t rows, size_t kc, float *dst, size_t ld_dst);
   bool fused; /* the fast mode may use cpu/cpu_linear_x86.h's fused row products */
 } fg_lin_isa;
 
 static const fg_lin_isa fg_lin_isas[] = {
 #ifdef FG_LIN_X86
-  {"avx2", fg_lin_decode_avx2, fg_lin_exact_chunk_avx2, fg_lin_dot_avx2, true},
+  {"avx2", fg_lin_decode_avx2, fg_lin_exact_chunk_avx2, fg_lin_dot_avx2, fg_lin_x86_transpose8, true},
 #endif
-  {"generic", fg_lin_decode_generic, fg_lin_exact_chunk_generic, fg_lin_dot_generic, false},
+  {"generic", fg_lin_decode_generic, fg_lin_exact_chunk_generic, fg_lin_dot_generic, fg_lin_transpose8_generic, false},
 };
 
 static bool fg_lin_usable(const fg_lin_isa *k) {
@@ -139,16 +147,19 @@ static void fg_lin_empty(const fg_linear_call *c) {
 
 /* ---- the exact mode ------------------------------------------------------------------- */
 
-/* Rows [o0, o0 + on) of W, inputs [k0, k0 + kc), into panel[p][r]; columns past on are +0
- * (their lanes are computed and never stored). */
+/* Rows [o0, o0 + on) of W, inputs [k0, k0 + kc), into panel[p][r], eight rows at a time
+ * through rows (8 x kc, row-major); columns past on are +0 (their lanes are computed and
+ * never stored). */
 static bool fg_lin_panel(const fg_linear_call *c, const fg_lin_isa *isa, size_t o0, size_t on, size_t k0, size_t kc,
-                         float *row, float *panel) {
+                         float *rows, float *panel) {
   bool ok = true;
   const size_t be = c->block_elems, boff = k0 / be * c->block_bytes;
-  for (size_t r = 0; r < on; r++) {
-    ok &= isa->decode(c->w_type, (const uint8_t *)c->w + (o0 + r) * c->row_bytes + boff, kc / be, c->block_elems,
-                      c->block_bytes, row);
-    for (size_t p = 0; p < kc; p++) panel[p * FG_LIN_OT + r] = row[p];
+  for (size_t r0 = 0; r0 < on; r0 += 8) {
+    const size_t rn = on - r0 < 8 ? on - r0 : 8;
+    for (size_t r = 0; r < rn; r++)
+      ok &= isa->decode(c->w_type, (const uint8_t *)c->w + (o0 + r0 + r) * c->row_bytes + boff, kc / be,
+                        c->block_elems, c->block_bytes, rows + r * kc);
+    isa->transpose8(rows, kc, rn, kc, panel + r0, FG_LIN_OT);
   }
   for (size_t p = 0; on < FG_LIN_OT && p < kc; p++)
     for (size_t r = on; r < FG_LIN_OT; r++) panel[p * FG_LIN_OT + r] = 0.0f;
@@ -162,7 +173,7 @@ static fg_status fg_lin_exact(const fg_linear_call *c, fg_stream *stream, const 
   const size_t tiles = (c->n_out + FG_LIN_OT - 1) / FG_LIN_OT;
   const int nth = fg_lin_team(fg_lin_work(c), tiles);
   const size_t pb = fg_lin_round64(kcs * FG_LIN_OT * 4), ab = fg_lin_round64(tt * FG_LIN_OT * 4),
-               rb = fg_lin_round64(kcs * 4), per = pb + ab + rb;
+               rb = fg_lin_round64(8 * kcs * 4), per = pb + ab + rb;
   char *base;
   fg_status st = fg_lin_scratch(stream, nth, per, &base);
   if (st) return st;
@@ -170,7 +181,7 @@ static fg_status fg_lin_exact(const fg_linear_call *c, fg_stream *stream, const 
 #pragma omp parallel num_threads(nth) reduction(& : ok)
   {
     char *mine = base + (size_t)omp_get_thread_num() * per;
-    float *panel = (float *)mine, *acc = (float *)(mine + pb), *row = (float *)(mine + pb + ab);
+    float *panel = (float *)mine, *acc = (float *)(mine + pb), *rows = (float *)(mine + pb + ab);
 #pragma omp for schedule(dynamic, 1)
     for (size_t tile = 0; tile < tiles; tile++) {
       const size_t o0 = tile * FG_LIN_OT, on = c->n_out - o0 < FG_LIN_OT ? c->n_out - o0 : FG_LIN_OT;
@@ -178,7 +189,7 @@ static fg_status fg_lin_exact(const fg_linear_call *c, fg_stream *stream, const 
         const size_t nt = c->n_tok - t0 < tt ? c->n_tok - t0 : tt;
         for (size_t k0 = 0; k0 < c->n_in; k0 += kcs) {
           const size_t kc = c->n_in - k0 < kcs ? c->n_in - k0 : kcs;
-          ok &= fg_lin_panel(c, isa, o0, on, k0, kc, row, panel);
+          ok &= fg_lin_panel(c, isa, o0, on, k0, kc, rows, panel);
           isa->exact_chunk(nt, kc, panel, c->x + t0 * c->n_in + k0, c->n_in, acc, k0 == 0);
         }
         for (size_t t = 0; t < nt; t++)

@@ -63,15 +63,19 @@ FG_LIN_ATTR static bool FG_LIN_FN(fg_lin_decode)(fg_dtype t, const uint8_t *rest
     FG_LIN_VT r[MR][NV];                                                                                           \
     for (int i = 0; i < MR; i++)                                                                                   \
       for (int v = 0; v < NV; v++) {                                                                               \
-        if (first) r[i][v] = zero;                                                                                 \
-        else memcpy(&r[i][v], acc + (size_t)i * ldacc + (size_t)v * FG_LIN_VW, sizeof(FG_LIN_VT));                 \
+        FG_LIN_VT l;                                                                                               \
+        memcpy(&l, acc + (size_t)i * ldacc + (size_t)v * FG_LIN_VW, sizeof l);                                     \
+        r[i][v] = first ? zero : l;                                                                                \
       }                                                                                                            \
     for (size_t p = 0; p < kc; p++) {                                                                              \
-      FG_LIN_VT b[NV];                                                                                             \
-      for (int v = 0; v < NV; v++) memcpy(&b[v], w + p * ldw + (size_t)v * FG_LIN_VW, sizeof(FG_LIN_VT));          \
-      for (int i = 0; i < MR; i++) {                                                                               \
-        const float a = x[(size_t)i * ldx + p];                                                                    \
-        for (int v = 0; v < NV; v++) r[i][v] = FG_GEMM_EXACT_STEP_LANES(r[i][v], a, b[v]);                         \
+      float a[MR];                                                                                                 \
+      for (int i = 0; i < MR; i++) a[i] = x[(size_t)i * ldx + p];                                                  \
+      /* One vector of the panel at a time: a whole row copied to the stack first was not   */                     \
+      /* kept in registers by GCC (the accumulators spilled with it).                       */                     \
+      for (int v = 0; v < NV; v++) {                                                                               \
+        FG_LIN_VT b;                                                                                               \
+        memcpy(&b, w + p * ldw + (size_t)v * FG_LIN_VW, sizeof b);                                                 \
+        for (int i = 0; i < MR; i++) r[i][v] = FG_GEMM_EXACT_STEP_LANES(r[i][v], a[i], b);                         \
       }                                                                                                            \
     }                                                                                                              \
     for (int i = 0; i < MR; i++)                                                                                   \
@@ -93,7 +97,8 @@ FG_LIN_ATTR static void FG_LIN_FN(fg_lin_exact_chunk)(size_t nt, size_t kc, cons
   for (; t + FG_LIN_MR <= nt; t += FG_LIN_MR)
     for (size_t g = 0; g < FG_LIN_OT; g += group)
       FG_LIN_FN(fg_lin_uk_many)(kc, panel + g, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT + g, FG_LIN_OT, first);
-  for (; t < nt; t++) FG_LIN_FN(fg_lin_uk_one)(kc, panel, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT, FG_LIN_OT, first);
+  for (; t < nt; t++)
+    FG_LIN_FN(fg_lin_uk_one)(kc, panel, FG_LIN_OT, x + t * ldx, ldx, acc + t * FG_LIN_OT, FG_LIN_OT, first);
 }
 
 /* The fast mode's dot product of n floats: FG_LIN_DOT_ACC vector accumulators, then their

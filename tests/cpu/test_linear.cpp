@@ -96,6 +96,33 @@ TEST(Linear, ExactEqualsScalarLoop) {
     }
 }
 
+// Scales at the edges of f16 (subnormal, -0, infinity, quiet and signalling NaN) decode to
+// elem/'s floats on every kernel set, so the exact sums still equal the scalar loop's.
+TEST(Linear, ExactEqualsScalarLoopWithSpecialScales) {
+  Cpu c;
+  const uint16_t specials[] = {0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x7d00, 0x7e01, 0x0400, 0x7bff};
+  int k = 0;
+  for (fg_dtype t : {FG_Q4_0, FG_Q4_1, FG_Q8_0, FG_Q4_K}) {
+    Problem p(3, 256, 40, t, 500 + (uint64_t)k++);
+    const fg_dtype_traits *tr = fg_dtype_info(t);
+    // Row r < 9 gets special r as one block's d (and, for Q4_1 / Q4_K, special r + 4 as an m
+    // or dmin), so each special shows in its own outputs instead of a NaN swamping them all.
+    const size_t per_row = 256 / tr->block_elems;
+    for (size_t r = 0; r < 9; r++) {
+      uint8_t *row = p.w.data() + r * per_row * tr->block_bytes;
+      std::memcpy(row + (r % per_row) * tr->block_bytes, &specials[r], 2);
+      if (t != FG_Q4_0 && t != FG_Q8_0)
+        std::memcpy(row + ((r + 3) % per_row) * tr->block_bytes + 2, &specials[(r + 4) % 9], 2);
+    }
+    for (const char *kern : {"", "generic"}) {
+      setenv("FORGIA_CPU_LINEAR_KERNEL", kern, 1);
+      EXPECT_TRUE(same_bits(p.run(c.dev, FG_GEMM_EXACT, false), p.ref(false)))
+          << fg_dtype_name(t) << " '" << kern << "'";
+    }
+    unsetenv("FORGIA_CPU_LINEAR_KERNEL");
+  }
+}
+
 TEST(Linear, ExactBitsIndependentOfThreadsAndKernelSet) {
   Cpu c;
   Problem p(19, 1024, 150, FG_Q4_1, 7);
@@ -142,6 +169,26 @@ TEST(Linear, ModesWithinRoundingOfF64) {
           }
         }
     }
+}
+
+// The fast mode's portable paths (no fused AVX2 row products), and an F16 row whose length
+// is not a whole number of the fused kernel's 32-value steps.
+TEST(Linear, FastPortablePathsWithinRounding) {
+  Cpu c;
+  int k = 0;
+  for (const char *kern : {"generic", ""})
+    for (fg_dtype t : {FG_F16, FG_Q4_1, FG_Q8_0, FG_Q4_K})
+      for (size_t n_tok : {1, 3, 20}) {
+        const size_t n_in = t == FG_Q4_K ? 512 : t == FG_F16 ? 40 : 96;
+        Problem p(n_tok, n_in, 45, t, 700 + (uint64_t)k++);
+        setenv("FORGIA_CPU_LINEAR_KERNEL", kern, 1);
+        const std::vector<float> y = p.run(c.dev, FG_GEMM_FAST, false);
+        unsetenv("FORGIA_CPU_LINEAR_KERNEL");
+        const std::vector<double> want = p.ref64(), mag = p.mag64();
+        for (size_t i = 0; i < y.size(); i++)
+          ASSERT_LE(std::fabs((double)y[i] - want[i]), (double)n_in * 0x1p-24 * mag[i] + 1e-30)
+              << fg_dtype_name(t) << " kernel '" << kern << "' n_tok " << n_tok << " at " << i;
+      }
 }
 
 TEST(Linear, EmptyShapes) {

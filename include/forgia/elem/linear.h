@@ -42,13 +42,4 @@ static inline FG_HD float fg_linear_out(float acc, bool accumulate, float y_old)
   return fg_gemm_exact_canonical(accumulate ? fg_gemm_exact_add(y_old, acc) : acc);
 }
 
-/* Row o of W decoded into out[0 .. n_in) (false for a type without a decoder). */
-static inline FG_HD bool fg_linear_decode_row(const fg_linear_call *c, size_t o, float *out) {
-  const uint8_t *row = (const uint8_t *)c->w + o * c->row_bytes;
-  const size_t nb = c->n_in / c->block_elems;
-  bool ok = true;
-  for (size_t b = 0; b < nb; b++) ok &= fg_dequant_block(c->w_type, row + b * c->block_bytes, out + b * c->block_elems);
-  return ok;
-}
-
 #endif
