@@ -23,14 +23,16 @@ pp=512
 tg=128
 reps=5
 die() { echo "lm_vs_llamacpp.sh: $*" >&2; exit 2; }
-is_count() { [[ $1 =~ ^[1-9][0-9]{0,5}$ ]]; }
+count_opt() { # OPTION VALUE...: VALUE must be a positive integer
+  if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9][0-9]{0,5}$ ]]; then die "$1 wants a positive integer"; fi
+}
 while [ $# -gt 0 ]; do
   case $1 in
     --model) [ $# -ge 2 ] || die "--model wants a GGUF path"; models+=("$2"); shift 2 ;;
-    --threads) [ $# -ge 2 ] && is_count "$2" || die "--threads wants a positive integer"; threads=$2; shift 2 ;;
-    --pp) [ $# -ge 2 ] && is_count "$2" || die "--pp wants a positive integer"; pp=$2; shift 2 ;;
-    --tg) [ $# -ge 2 ] && is_count "$2" || die "--tg wants a positive integer"; tg=$2; shift 2 ;;
-    --reps) [ $# -ge 2 ] && is_count "$2" || die "--reps wants a positive integer"; reps=$2; shift 2 ;;
+    --threads) count_opt "$@"; threads=$2; shift 2 ;;
+    --pp) count_opt "$@"; pp=$2; shift 2 ;;
+    --tg) count_opt "$@"; tg=$2; shift 2 ;;
+    --reps) count_opt "$@"; reps=$2; shift 2 ;;
     --) shift; break ;;
     -*) die "unknown option $1" ;;
     *) break ;;
