@@ -74,7 +74,7 @@ for r in "${rows[@]}"; do
   awk -v n="$name" -v t="$test" -v l="$l_ts" -v s="$l_sd" -v f="$f_ts" 'BEGIN {
     want = (substr(t, 1, 2) == "pp") ? 1.0 : 0.8
     ratio = f / l
-    printf "%-40s %-6s %7.1f+-%-4.1f %12.1f %7.2fx %s>=%.1f\n", n, t, l, s, f, ratio,
-           ratio >= want ? "ok " : "LOW ", want
+    verdict = (ratio >= want) ? "ok" : "LOW"
+    printf "%-40s %-6s %7.1f+-%-4.1f %12.1f %7.2fx %s (>=%.1f)\n", n, t, l, s, f, ratio, verdict, want
   }'
 done
