@@ -58,6 +58,8 @@ int fg_cmd_eval(int argc, char **argv) {
   uint64_t n_ctx = 0;
   if (ctx && (!fg_cli_parse_u64(ctx, 10, &n_ctx) || n_ctx < 2 || n_ctx > ((uint64_t)1 << 24)))
     return fg_cli_usage_error(&spec, "--ctx", "'%s': expected a token count 2..16777216", ctx);
+  fg_gemm_mode checked;
+  if ((rc = fg_cli_lm_parse(&spec, mode, threads, &checked)) != FG_CLI_GO) return rc;
   uint8_t *text = NULL;
   size_t len = 0;
   if (fg_cli_read_input(file, 0, &text, &len)) {

@@ -10,15 +10,21 @@
 
 const char *fg_cli_lm_mode_name(fg_gemm_mode m) { return m == FG_GEMM_EXACT ? "exact" : "fast"; }
 
+int fg_cli_lm_parse(const fg_cli_spec *s, const char *mode, const char *threads, fg_gemm_mode *out) {
+  int rc = fg_cli_threads(s, threads, NULL);
+  if (rc != FG_CLI_GO) return rc;
+  *out = FG_GEMM_FAST;
+  if (mode && !strcmp(mode, "exact")) *out = FG_GEMM_EXACT;
+  else if (mode && strcmp(mode, "fast") != 0)
+    return fg_cli_usage_error(s, "--mode", "'%s': expected exact or fast", mode);
+  return FG_CLI_GO;
+}
+
 int fg_cli_lm_open(const fg_cli_spec *s, const char *path, const char *device, const char *mode, const char *threads,
                    fg_cli_lm *out) {
   memset(out, 0, sizeof *out);
-  int rc = fg_cli_threads(s, threads, NULL);
+  int rc = fg_cli_lm_parse(s, mode, threads, &out->mode);
   if (rc != FG_CLI_GO) return rc;
-  out->mode = FG_GEMM_FAST;
-  if (mode && !strcmp(mode, "exact")) out->mode = FG_GEMM_EXACT;
-  else if (mode && strcmp(mode, "fast") != 0)
-    return fg_cli_usage_error(s, "--mode", "'%s': expected exact or fast", mode);
   fg_status ds = fg_device_open(device ? device : "auto", &out->dev);
   if (ds) {
     if (ds == FG_ERR_INVALID_ARG || ds == FG_ERR_NO_DEVICE) {

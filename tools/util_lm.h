@@ -18,6 +18,10 @@ typedef struct fg_cli_lm {
   double load_seconds;
 } fg_cli_lm;
 
+/* Checks --mode and --threads (NULL: fast, the cores) and sets the thread count: FG_CLI_GO or
+ * 2 after a usage error. fg_cli_lm_open does it too; commands that read input first call it
+ * before, so bad usage is reported before a missing file. */
+int fg_cli_lm_parse(const fg_cli_spec *s, const char *mode, const char *threads, fg_gemm_mode *out);
 /* Parses --device/--mode/--threads values (NULL: defaults auto, fast, the cores), opens the
  * device and the model. FG_CLI_GO, 2 after a usage error, 1 after reporting a failure. */
 int fg_cli_lm_open(const fg_cli_spec *s, const char *path, const char *device, const char *mode, const char *threads,

@@ -1,5 +1,5 @@
 // forgia eval, generate and chat on a tiny model folder that carries a real tokenizer (the
-// committed 700-token byte-level BPE fixture): their output against the C API, their
+// committed byte-level BPE fixture: 700 pieces and 2 added tokens, under a 704-row embedding): their output against the C API, their
 // determinism, and their usage errors.
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ struct TinyFolder {
   std::string dir;
   TinyFolder() {
     fgt::TinySpec s;
-    s.V = 700;
+    s.V = 704;
     const fgt::TinyModel m = fgt::tiny_make(s);
     dir = td.path;
     EXPECT_EQ(FG_OK, fgt::tiny_write_hf(m, dir)) << fg_last_error();
@@ -118,9 +118,9 @@ TEST(LmCli, GreedyGenerationIsTheArgmaxOfEachStep) {
     const float *lg = nullptr;
     size_t rows = 0;
     ASSERT_EQ(FG_OK, fg_lm_forward(lm, c, &b, &lg, &rows));
-    const float *last = lg + (rows - 1) * 700;
+    const float *last = lg + (rows - 1) * 704;
     int32_t best = 0;
-    for (int32_t j = 1; j < 700; j++)
+    for (int32_t j = 1; j < 704; j++)
       if (last[j] > last[best]) best = j;
     EXPECT_EQ(best, got[k]) << "step " << k;
     seq.push_back(got[k]);
@@ -134,7 +134,7 @@ TEST(LmCli, GreedyGenerationIsTheArgmaxOfEachStep) {
       << err;
   std::string ids_arg;
   for (int32_t v : got) ids_arg += std::to_string(v) + " ";
-  ASSERT_EQ(0, fgt::run(cli("detokenize " + f.dir + " --ids \"" + ids_arg + "\""), &dtext, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli("detokenize " + f.dir + " \"" + ids_arg + "\""), &dtext, &err)) << err;
   EXPECT_EQ(dtext, text);
 }
 
@@ -149,21 +149,36 @@ TEST(LmCli, SeedsReproduceSampling) {
   EXPECT_NE(std::string::npos, err.find("generated")) << err;
 }
 
+// Two turns, then /reset and the first turn again: the second conversation starts from a
+// truncated cache and must say what the first said (same seed stream position aside, so
+// greedy), and a rerun of the whole session gives the same bytes.
 TEST(LmCli, ChatKeepsTheConversation) {
   TinyFolder f;
-  std::string out, err;
-  ASSERT_EQ(0, fgt::run("printf 'hello there\\n\\nhow are you\\n/exit\\n' | " +
-                            cli("chat " + f.dir + " --template smollm2 -n 4 --seed 1"),
-                        &out, &err))
-      << err;
-  EXPECT_EQ(2, std::count(out.begin(), out.end(), '\n')) << out;
+  std::string out, again, err;
+  const std::string session = "printf 'hello there\\n\\nhow are you\\n/reset\\nhello there\\n' | ";
+  const std::string cmd = cli("chat " + f.dir + " --template smollm2 -n 6 --temp 0 --mode exact");
+  ASSERT_EQ(0, fgt::run(session + cmd, &out, &err)) << err;
+  EXPECT_EQ("", err);
+  ASSERT_EQ(0, fgt::run(session + cmd, &again, &err)) << err;
+  EXPECT_EQ(out, again);
+  // The answer to the first turn, alone, is what generate gives for the same rendered prompt.
+  std::string first, gerr;
+  const std::string msgs = f.dir + "/m.json";
+  const std::string js = "[{\"role\": \"user\", \"content\": \"hello there\"}]";
+  fgt::write_file(msgs, js.data(), js.size());
+  ASSERT_EQ(0, fgt::run(cli("generate " + f.dir + " --chat " + msgs + " --template smollm2 -n 6 --temp 0 --mode exact"),
+                        &first, &gerr))
+      << gerr;
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(0u, out.find(first)) << "chat:\n" << out << "\ngenerate:\n" << first;
+  EXPECT_NE(std::string::npos, out.rfind(first)) << out;
 }
 
 // Adapters applied without merging give the NLL of the model with the adapters merged into
 // its weights (W + scale B A, computed here in f64).
 TEST(LmCli, AdaptersEqualTheMergedModel) {
   fgt::TinySpec s;
-  s.V = 700;
+  s.V = 704;
   fgt::TinyModel m = fgt::tiny_make(s);
   TempDir base, merged;
   ASSERT_EQ(FG_OK, fgt::tiny_write_hf(m, base.path)) << fg_last_error();
@@ -238,8 +253,8 @@ TEST(LmCli, UsageErrors) {
   EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --prompt a --ids 1"), &out, &err));
   EXPECT_NE(std::string::npos, err.find("exactly one")) << err;
   EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --ids \"1 x\""), &out, &err));
-  EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --ids \"1 700\""), &out, &err));
-  EXPECT_NE(std::string::npos, err.find("0..699")) << err;
+  EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --ids \"1 704\""), &out, &err));
+  EXPECT_NE(std::string::npos, err.find("0..703")) << err;
   EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --ids 1 --temp -1"), &out, &err));
   EXPECT_EQ(2, fgt::run(cli("generate " + f.dir + " --ids 1 --device nosuch"), &out, &err));
   EXPECT_EQ(1, fgt::run(cli("eval " + f.dir + "/nothing --file " + f.dir + "/text.txt"), &out, &err));
