@@ -76,6 +76,48 @@ FG_LX_DEC void fg_lx_q4_K_sub(const uint8_t *b, int j, __m256 w[4]) {
   for (int k = 0; k < 4; k++) w[k] = _mm256_sub_ps(_mm256_mul_ps(d, w[k]), m);
 }
 
+/* Q5_0, 22 bytes: d, qh (bit j: the 5th bit of element j), qs[16]; elements
+ * ((nibble | 16 * bit) - 16) * d as fg_dequant_q5_0 forms them. The bits of qh become bytes 0
+ * or 16 by a byte shuffle (byte j of the 16 takes qh's byte j / 8) and a per-byte bit test. */
+FG_LX_DEC __m128i fg_lx_q5_bits(uint32_t qh, int half) {
+  const __m128i pick = half ? _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)
+                            : _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)128, 1, 2, 4, 8, 16, 32, 64, (char)128);
+  const __m128i v = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)qh), pick);
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, bit), bit), _mm_set1_epi8(16));
+}
+
+FG_LX_DEC void fg_lx_q5_0(const uint8_t *b, float dd, __m256 w[4]) {
+  const __m256 d = _mm256_set1_ps(dd);
+  const uint32_t qh = fg_bytes_ld_le32(b + 2);
+  const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 6)), f = _mm_set1_epi8(15), e = _mm_set1_epi8(16);
+  fg_lx_i8x16(_mm_sub_epi8(_mm_or_si128(_mm_and_si128(q, f), fg_lx_q5_bits(qh, 0)), e), &w[0], &w[1]);
+  fg_lx_i8x16(_mm_sub_epi8(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), f), fg_lx_q5_bits(qh, 1)), e), &w[2], &w[3]);
+  for (int k = 0; k < 4; k++) w[k] = _mm256_mul_ps(w[k], d);
+}
+
+/* Q6_K, 210 bytes per 256: 32 values j = 0..7 are fg_dequant_q6_K's sub-blocks 2j and 2j + 1,
+ * (d * scale) * (code - 32) with the code's low 4 bits from ql and high 2 from qh. 16-bit
+ * shifts bring the wanted bits to the bottom of each byte; the masks drop what the shift
+ * brought over from the neighbouring byte. */
+FG_LX_DEC void fg_lx_q6_K_sub(const uint8_t *b, int j, __m256 w[4]) {
+  const int h = j >> 2, s = j & 3, lsh = (s >> 1) * 4, hsh = 2 * s;
+  const uint8_t *ql = b + 64 * h + 32 * (s & 1), *qh = b + 128 + 32 * h;
+  const int8_t *sc = (const int8_t *)(b + 192);
+  const float d = _cvtsh_ss(fg_bytes_ld_le16(b + 208));
+  const __m128i f = _mm_set1_epi8(15), t = _mm_set1_epi8(3), e = _mm_set1_epi8(32);
+  for (int half = 0; half < 2; half++) {
+    const __m128i l = _mm_loadu_si128((const __m128i *)(const void *)(ql + 16 * half)),
+                  hi = _mm_loadu_si128((const __m128i *)(const void *)(qh + 16 * half));
+    const __m128i v = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(l, lsh), f),
+                                   _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hi, hsh), t), 4));
+    const __m256 dl = _mm256_set1_ps(d * (float)sc[2 * j + half]);
+    fg_lx_i8x16(_mm_sub_epi8(v, e), &w[2 * half], &w[2 * half + 1]);
+    w[2 * half] = _mm256_mul_ps(dl, w[2 * half]);
+    w[2 * half + 1] = _mm256_mul_ps(dl, w[2 * half + 1]);
+  }
+}
+
 /* The blocks with their scales: E by the elem conversion, F by F16C. */
 #define FG_LX_F16C(p) _cvtsh_ss(fg_bytes_ld_le16(p))
 #define FG_LX_F_q4_0(b, w) fg_lx_q4_0((b) + 2, FG_LX_F16C(b), w)
@@ -87,6 +129,8 @@ FG_LX_DEC void fg_lx_q4_K_sub(const uint8_t *b, int j, __m256 w[4]) {
 #define FG_LX_G_q4_1(row, i, w) FG_LX_F_q4_1((row) + (i) * 20, w)
 #define FG_LX_G_q8_0(row, i, w) FG_LX_F_q8_0((row) + (i) * 34, w)
 #define FG_LX_G_q4_K(row, i, w) fg_lx_q4_K_sub((row) + ((i) >> 3) * 144, (int)((i) & 7), w)
+#define FG_LX_G_q5_0(row, i, w) fg_lx_q5_0((row) + (i) * 22, FG_LX_F16C((row) + (i) * 22), w)
+#define FG_LX_G_q6_K(row, i, w) fg_lx_q6_K_sub((row) + ((i) >> 3) * 210, (int)((i) & 7), w)
 
 #define FG_LX_DECODE_ROW(G, NSUB)                                                          \
   for (size_t i = 0; i < (NSUB); i++) {                                                    \
@@ -102,6 +146,8 @@ __attribute__((target("avx2,f16c"))) bool fg_lin_x86_decode(fg_dtype t, const ui
     case FG_Q4_1: FG_LX_DECODE_ROW(FG_LX_G_q4_1, nb);
     case FG_Q8_0: FG_LX_DECODE_ROW(FG_LX_G_q8_0, nb);
     case FG_Q4_K: FG_LX_DECODE_ROW(FG_LX_G_q4_K, nb * 8);
+    case FG_Q5_0: FG_LX_DECODE_ROW(FG_LX_G_q5_0, nb);
+    case FG_Q6_K: FG_LX_DECODE_ROW(FG_LX_G_q6_K, nb * 8);
     default: return false;
   }
 }
@@ -180,6 +226,8 @@ FG_LX_GEMV_TYPE(q4_0)
 FG_LX_GEMV_TYPE(q4_1)
 FG_LX_GEMV_TYPE(q8_0)
 FG_LX_GEMV_TYPE(q4_K)
+FG_LX_GEMV_TYPE(q5_0)
+FG_LX_GEMV_TYPE(q6_K)
 FG_LX_GEMV_TYPE(f16)
 
 bool fg_lin_x86_gemv(fg_dtype t, const uint8_t *row, size_t n_in, const float *x, size_t ldx, size_t nt, float *out) {
@@ -188,6 +236,8 @@ bool fg_lin_x86_gemv(fg_dtype t, const uint8_t *row, size_t n_in, const float *x
     case FG_Q4_1: fg_lx_gemv_q4_1(row, n_in / 32, x, ldx, nt, out); return true;
     case FG_Q8_0: fg_lx_gemv_q8_0(row, n_in / 32, x, ldx, nt, out); return true;
     case FG_Q4_K: fg_lx_gemv_q4_K(row, n_in / 32, x, ldx, nt, out); return true;
+    case FG_Q5_0: fg_lx_gemv_q5_0(row, n_in / 32, x, ldx, nt, out); return true;
+    case FG_Q6_K: fg_lx_gemv_q6_K(row, n_in / 32, x, ldx, nt, out); return true;
     case FG_F16:
       if (n_in % 32) return false;
       fg_lx_gemv_f16(row, n_in / 32, x, ldx, nt, out);

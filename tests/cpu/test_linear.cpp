@@ -74,7 +74,7 @@ bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-const fg_dtype kTypes[] = {FG_F32, FG_F16, FG_BF16, FG_Q4_0, FG_Q4_1, FG_Q8_0, FG_Q4_K, FG_Q6_K};
+const fg_dtype kTypes[] = {FG_F32, FG_F16, FG_BF16, FG_Q4_0, FG_Q4_1, FG_Q5_0, FG_Q8_0, FG_Q4_K, FG_Q6_K};
 
 // Shapes that cross the CPU kernels' edges: one token, a token remainder after the
 // many-token micro-kernel, a partial output tile, several input chunks, more tokens than a
@@ -102,7 +102,7 @@ TEST(Linear, ExactEqualsScalarLoopWithSpecialScales) {
   Cpu c;
   const uint16_t specials[] = {0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x7d00, 0x7e01, 0x0400, 0x7bff};
   int k = 0;
-  for (fg_dtype t : {FG_Q4_0, FG_Q4_1, FG_Q8_0, FG_Q4_K}) {
+  for (fg_dtype t : {FG_Q4_0, FG_Q4_1, FG_Q5_0, FG_Q8_0, FG_Q4_K, FG_Q6_K}) {
     Problem p(3, 256, 40, t, 500 + (uint64_t)k++);
     const fg_dtype_traits *tr = fg_dtype_info(t);
     // Row r < 9 gets special r as one block's d (and, for Q4_1 / Q4_K, special r + 4 as an m
@@ -111,7 +111,9 @@ TEST(Linear, ExactEqualsScalarLoopWithSpecialScales) {
     for (size_t r = 0; r < 9; r++) {
       uint8_t *row = p.w.data() + r * per_row * tr->block_bytes;
       std::memcpy(row + (r % per_row) * tr->block_bytes, &specials[r], 2);
-      if (t != FG_Q4_0 && t != FG_Q8_0)
+      if (t == FG_Q6_K)  /* Q6_K's d is its last two bytes */
+        std::memcpy(row + (r % per_row) * tr->block_bytes + 208, &specials[r], 2);
+      if (t != FG_Q4_0 && t != FG_Q8_0 && t != FG_Q5_0 && t != FG_Q6_K)
         std::memcpy(row + ((r + 3) % per_row) * tr->block_bytes + 2, &specials[(r + 4) % 9], 2);
     }
     for (const char *kern : {"", "generic"}) {
@@ -177,9 +179,9 @@ TEST(Linear, FastPortablePathsWithinRounding) {
   Cpu c;
   int k = 0;
   for (const char *kern : {"generic", ""})
-    for (fg_dtype t : {FG_F16, FG_Q4_1, FG_Q8_0, FG_Q4_K})
+    for (fg_dtype t : {FG_F16, FG_Q4_1, FG_Q5_0, FG_Q8_0, FG_Q4_K, FG_Q6_K})
       for (size_t n_tok : {1, 3, 20}) {
-        const size_t n_in = t == FG_Q4_K ? 512 : t == FG_F16 ? 40 : 96;
+        const size_t n_in = (t == FG_Q4_K || t == FG_Q6_K) ? 512 : t == FG_F16 ? 40 : 96;
         Problem p(n_tok, n_in, 45, t, 700 + (uint64_t)k++);
         setenv("FORGIA_CPU_LINEAR_KERNEL", kern, 1);
         const std::vector<float> y = p.run(c.dev, FG_GEMM_FAST, false);
