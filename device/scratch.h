@@ -4,6 +4,10 @@
 
 #include "device/backend.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* At least bytes of device memory owned by s, valid for work queued on s until the next
  * fg_stream_scratch call on s. Growing waits for s first, since queued work may still
  * read the old block. */
@@ -24,4 +28,7 @@ fg_status fg_stream_end(fg_device *dev, fg_stream *s, fg_status st);
 /* Frees s's scratch and staging (s's work must be complete). */
 void fg_stream_scratch_release(fg_stream *s);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
