@@ -6,8 +6,9 @@
 #include "forgia/softmax.h"
 #include "runtime/lm_internal.h"
 
-/* Logits bytes per chunk: 256 MiB bounds Gemma's 262,144-column rows to 256 tokens. */
-#define FG_LM_NLL_LOGIT_BYTES ((size_t)256 << 20)
+/* Logits bytes per chunk: 64 MiB bounds Gemma's 262,144-column rows to 64 tokens, so the logits
+ * stay a fraction of the weights and cache in memory. */
+#define FG_LM_NLL_LOGIT_BYTES ((size_t)64 << 20)
 
 fg_status fg_lm_nll(fg_lm *lm, const int32_t *ids, size_t n, size_t chunk, double *nll) {
   if (!lm || !ids || !nll) return fg_fail(FG_ERR_INVALID_ARG, "fg_lm_nll: NULL argument");
