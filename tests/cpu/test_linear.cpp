@@ -249,7 +249,7 @@ TEST(Linear, Refusals) {
                  FG_ERR_INVALID_ARG, "y");
   expect_refusal(fg_linear(c.dev, FG_GEMM_EXACT, xp, 4, 48, w.data(), FG_Q4_0, 8, yp, false, nullptr), FG_ERR_BAD_ROW,
                  "n_in 48");
-  for (fg_dtype bad : {FG_F64, FG_I32, FG_F8_E4M3, (fg_dtype)12345})
+  for (fg_dtype bad : {FG_F64, FG_I32, FG_F8_E4M3, (fg_dtype)4, (fg_dtype)100})
     expect_refusal(fg_linear(c.dev, FG_GEMM_EXACT, xp, 4, 64, w.data(), bad, 8, yp, false, nullptr), FG_ERR_TYPE,
                    "dtype");
   expect_refusal(fg_linear(c.dev, FG_GEMM_EXACT, xp, (size_t)1 << 40, (size_t)1 << 30, w.data(), FG_F32, 8, yp, false,
