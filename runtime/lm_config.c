@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forgia/ckpt.h"
 #include "forgia/gguf.h"
 #include "runtime/lm_internal.h"
 
@@ -92,8 +93,18 @@ static fg_status fg_lm_gguf_f(const fg_gguf_file *f, const char *arch, const cha
 }
 
 fg_status fg_lm_read_config_gguf(fg_lm *lm, const char *path) {
+  /* The checkpoint sniffer first, so a file that is no checkpoint gets the words every other
+   * command gives it, and a lone safetensors file (no config beside it) is named as such. */
+  fg_ckpt *ck = NULL;
+  fg_status st = fg_ckpt_open(path, &ck);
+  if (st) return st;
+  const bool gguf = fg_ckpt_format_of(ck) == FG_CKPT_GGUF;
+  fg_ckpt_close(ck);
+  if (!gguf)
+    return fg_fail(FG_ERR_UNSUPPORTED, "%s: a safetensors file carries no hyperparameters: give the Hugging Face folder "
+                   "that holds it and its config.json", path);
   fg_gguf_file *f = NULL;
-  fg_status st = fg_gguf_open_auto(path, &f);
+  st = fg_gguf_open_auto(path, &f);
   if (st) return st;
   fg_gguf_str an = {0};
   if (fg_gguf_key_index(f, "general.architecture") < 0 || fg_gguf_get_str(f, "general.architecture", &an)) {

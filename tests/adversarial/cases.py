@@ -24,7 +24,8 @@ import struct
 
 import gen
 
-COMMANDS = {"inspect", "load", "cat", "export", "devices", "demo", "help", "optim", "es", "train"}
+COMMANDS = {"inspect", "load", "cat", "export", "devices", "demo", "help", "optim", "es", "train", "eval", "generate",
+            "chat"}
 REFUSED = (1, 2)  # a bad output path: bad usage or a bad file, the CLI's choice
 MiB = 1 << 20
 
@@ -887,9 +888,84 @@ def writers():
     return out
 
 
+def runtime_models():
+    """eval / generate / chat on files that are not runnable models: a text file, a GGUF of
+    plain tensors, hostile config.json files (garbage, absurd sizes, heads that do not divide),
+    and bad usage found before any model is read."""
+    out = []
+    r = "runtime"
+
+    def config(text):
+        def setup(d):
+            os.makedirs(P(d, "hf"), exist_ok=True)
+            with open(P(P(d, "hf"), "config.json"), "w") as f:
+                f.write(text)
+            return {"hf": P(d, "hf")}
+        return setup
+
+    def text_file(d):
+        with open(P(d, "t.txt"), "w") as f:
+            f.write("a few words to evaluate\n")
+        return {"t": P(d, "t.txt")}
+
+    def with_text(setup):
+        def both(d):
+            v = setup(d)
+            v.update(text_file(d))
+            return v
+        return both
+
+    for cmd in ("eval", "generate", "chat"):
+        argv = {"eval": ["eval", "{f}", "--file", "{f}"], "generate": ["generate", "{f}", "--ids", "1 2"],
+                "chat": ["chat", "{f}"]}[cmd]
+        out.append(case("not-a-model-" + cmd, r, argv, 1, r"{f}", setup=notes, same_message="notes.txt"))
+    out.append(case("eval-gguf-of-tensors", r, ["eval", "{in}", "--file", "{t}"], 1,
+                    r"general\.architecture|block_count is missing",
+                    setup=with_text(small_gguf)))
+    out.append(case("eval-lone-safetensors", r, ["eval", "{in}", "--file", "{t}"], 1, r"config\.json",
+                    setup=with_text(small_st)))
+    for id, text, msg in (
+            ("garbage", "{ this is not json", r"config\.json"),
+            ("no-type", '{"hidden_size": 8}', r"model_type"),
+            ("unknown-type", '{"model_type": "mamba"}', r"mamba"),
+            ("huge-layers", '{"model_type": "llama", "num_hidden_layers": 1e9, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 4}', r"out of range"),
+            ("huge-width", '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 1e15, '
+             '"intermediate_size": 64, "num_attention_heads": 4}', r"out of range|nonnegative"),
+            ("heads-do-not-divide", '{"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 6, "num_key_value_heads": 4}', r"multiple"),
+            ("odd-rope-dims", '{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 4, "head_dim": 0}', None),
+            ("negative-eps", '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 4, "rms_norm_eps": -1}', r"epsilon"),
+            ("bad-rope-scaling", '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 4, "rope_scaling": {"rope_type": "yarn", "factor": 4}}',
+             r"yarn"),
+            ("no-weights", '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+             '"intermediate_size": 64, "num_attention_heads": 4}', None),
+    ):
+        out.append(case("config-" + id, r, ["eval", "{hf}", "--file", "{t}", "--device", "cpu"], 1, msg,
+                        setup=with_text(config(text))))
+    for id, argv, msg in (
+            ("eval-no-file", ["eval", "{in}"], r"--file"),
+            ("eval-bad-mode", ["eval", "{in}", "--file", "{in}", "--mode", "turbo"], r"turbo"),
+            ("eval-bad-ctx", ["eval", "{in}", "--file", "{in}", "--ctx", "1"], r"--ctx"),
+            ("eval-alpha-alone", ["eval", "{in}", "--file", "{in}", "--alpha", "16"], r"--adapters"),
+            ("generate-two-prompts", ["generate", "{in}", "--prompt", "a", "--ids", "1"], r"exactly one"),
+            ("generate-bad-temp", ["generate", "{in}", "--ids", "1", "--temp", "nan"], r"--temp"),
+            ("generate-bad-top-p", ["generate", "{in}", "--ids", "1", "--top-p", "0"], r"--top-p"),
+            ("generate-bad-n", ["generate", "{in}", "--ids", "1", "-n", "-3"], r"-n"),
+            ("generate-template-alone", ["generate", "{in}", "--ids", "1", "--template", "x"], r"--chat"),
+            ("chat-bad-ctx", ["chat", "{in}", "--ctx", "3"], r"--ctx"),
+    ):
+        out.append(case("usage-" + id, r, argv, 2, msg, setup=small_gguf))
+    return out
+
+
 def all_cases():
     cases = (hostile_headers() + changing_inputs() + special_files() + splits() + outputs() +
-             names_and_metadata() + quantization() + cli_usage() + signals() + writers())
+             names_and_metadata() + quantization() + cli_usage() + signals() + writers() +
+             runtime_models())
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     return cases
