@@ -69,6 +69,12 @@ int main(int argc, char **argv) {
   fg_bench b = {.name = "lm", .reps = 3, .warmup = 1, .threads = 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      printf("usage: bench_lm MODEL [--pp N] [--tg N] [--reps N] [--threads N] [--device D] [--mode exact|fast]\n"
+             "Prompt processing and generation tokens/s of the runtime, against memory bandwidth over the\n"
+             "weights (tg) and the device's f32 GEMM on the model's projections (pp).\n");
+      return 0;
+    }
     if (!strcmp(a, "--pp") && v) pp = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--tg") && v) tg = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--reps") && v) b.reps = atoi(argv[++i]);
