@@ -11,7 +11,7 @@
 # print one line per figure, `ppP <tok/s>` and `tgT <tok/s>` (other lines are ignored).
 # llama-bench runs `-m MODEL -p P -n T -t N -r R` (its defaults otherwise: F16 KV cache, flash
 # attention auto, batch 2048 / ubatch 512) and reports the mean over R repetitions.
-# Defaults: --model /work/models/SmolLM2-135M-Instruct.Q4_1.gguf, --threads $(nproc), --pp 512,
+# Defaults: --model .lm-cache/models/SmolLM2-135M-Instruct.Q4_1.gguf (the lm tests fetch it), --threads $(nproc), --pp 512,
 # --tg 128, --reps 5. llama.cpp comes from LLAMA_CPP_BIN (a folder holding llama-bench) or is
 # built by scripts/llama-cpp-build.sh into LLAMA_CPP_PREFIX (its default when unset).
 # Run it on a quiet machine: the load average is printed first.
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -ge 1 ] || die "no FORGIA_BENCH_CMD given (e.g. build-cpu/bench/bench_lm)"
-[ ${#models[@]} -gt 0 ] || models=(/work/models/SmolLM2-135M-Instruct.Q4_1.gguf)
+[ ${#models[@]} -gt 0 ] || models=("$root/.lm-cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
 for m in "${models[@]}"; do [ -f "$m" ] || die "model $m not found"; done
 
 bin=${LLAMA_CPP_BIN:-}

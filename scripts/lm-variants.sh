@@ -8,13 +8,13 @@
 #   scripts/lm-variants.sh [OUT_DIR [SOURCE_GGUF]]
 #
 # OUT_DIR defaults to ${TMPDIR:-/tmp}/forgia-llama-cpp/models, SOURCE_GGUF to
-# /work/models/SmolLM2-135M-Instruct.Q4_1.gguf. llama.cpp is built (or found) by
+# .lm-cache/models/SmolLM2-135M-Instruct.Q4_1.gguf (the lm tests fetch it). llama.cpp is built (or found) by
 # scripts/llama-cpp-build.sh in LLAMA_CPP_PREFIX. Idempotent: existing files are kept.
 # Prints one made file per line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-${TMPDIR:-/tmp}/forgia-llama-cpp/models}
-src=${2:-/work/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+src=${2:-$(cd "$(dirname "$0")/.." && pwd)/.lm-cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -f "$src" ] || { echo "lm-variants.sh: $src not found" >&2; exit 2; }
 mkdir -p "$out"
 case "$(cd "$out" && pwd)/" in
