@@ -234,10 +234,21 @@ fg_status fg_lm_read_config_hf(fg_lm *lm, const char *dir) {
   fg_lm_json_num(o, "rms_norm_eps", &eps);
   fg_lm_json_num(o, "rope_theta", &base);
   fg_lm_json_num(o, "rope_local_base_freq", &local);
+  /* transformers 5 writes rope_parameters instead: {rope_theta, rope_type, factor ...}, or one
+   * such object per attention type (Gemma 3: full_attention, sliding_attention). */
+  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
+  const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
+  if (cJSON_IsObject(rp)) {
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+    const cJSON *slide = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+    if (cJSON_IsObject(slide)) fg_lm_json_num(slide, "rope_theta", &local);
+    if (cJSON_IsObject(full)) rp = full;
+    fg_lm_json_num(rp, "rope_theta", &base);
+    if (!cJSON_IsObject(rs)) rs = rp;
+  }
   c->norm_eps = (float)eps;
   c->rope_base = base;
   c->rope_base_local = a->arch == FG_LM_GEMMA3 ? local : base;
-  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
   if (cJSON_IsObject(rs)) {
     const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
     if (!cJSON_IsString(ty)) ty = cJSON_GetObjectItemCaseSensitive(rs, "type");

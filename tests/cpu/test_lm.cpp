@@ -190,6 +190,45 @@ TEST(Lm, QuantizedWeightsMatchTheirDecodedValues) {
   }
 }
 
+// transformers 5 writes rope_parameters (one object, or one per attention type for Gemma 3)
+// where earlier versions wrote rope_theta and rope_local_base_freq: the same model either way.
+TEST(Lm, FolderConfigOfTransformers5) {
+  for (const char *arch : {"llama", "gemma3"}) {
+    TinySpec s;
+    s.arch = arch;
+    s.base = 1e6;
+    if (s.arch == "gemma3") s.L = 6, s.window = 2;
+    TempDir td;
+    const TinyModel m = fgt::tiny_make(s);
+    ASSERT_EQ(FG_OK, fgt::tiny_write_hf(m, td.path)) << fg_last_error();
+    Dev dev;
+    const auto ids = some_ids(7, s.V, 13);
+    std::vector<float> before;
+    {
+      Lm f(td.path, dev.d);
+      ASSERT_TRUE(f.lm);
+      before = run_batch(f.lm, ids);
+    }
+    const auto b = fgt::read_file(td.file("config.json"));
+    std::string cfg(b.begin(), b.end());
+    const size_t at = cfg.find("\"rope_theta\": 1000000");
+    ASSERT_NE(std::string::npos, at) << cfg;
+    cfg.replace(at, std::string("\"rope_theta\": 1000000").size(),
+                s.arch == "gemma3" ? "\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1000000.0, \"rope_type\": "
+                                     "\"default\"}, \"sliding_attention\": {\"rope_theta\": 10000.0, \"rope_type\": \"default\"}}"
+                                   : "\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}");
+    const size_t loc = cfg.find("\"rope_local_base_freq\": 10000.0, ");
+    if (loc != std::string::npos) cfg.erase(loc, std::string("\"rope_local_base_freq\": 10000.0, ").size());
+    fgt::write_file(td.file("config.json"), cfg.data(), cfg.size());
+    Lm f(td.path, dev.d);
+    ASSERT_TRUE(f.lm) << cfg;
+    const auto after = run_batch(f.lm, ids);
+    ASSERT_EQ(before.size(), after.size());
+    EXPECT_EQ(0, memcmp(before.data(), after.data(), before.size() * 4)) << arch << ": " << cfg;
+    EXPECT_EQ(1e6, fg_lm_get_config(f.lm)->rope_base);
+  }
+}
+
 TEST(Lm, SequencesInOneBatchEqualEachAlone) {
   TempDir td;
   TinySpec s;
