@@ -138,7 +138,8 @@ fg_status fg_lm_bind(fg_lm *lm) {
     } else if ((st = fg_lm_get(lm, nm->ffn_norm, l, 1, E, true, &L->ffn_norm))) {
       return st;
     }
-    L->windowed = c->sliding_window > 0 && !(c->sliding_period && (l + 1) % c->sliding_period == 0);
+    L->windowed = c->sliding_window > 0 && (lm->layer_windowed ? lm->layer_windowed[l] != 0
+                                                               : !(c->sliding_period && (l + 1) % c->sliding_period == 0));
   }
   /* Llama 3's per-frequency RoPE divisors (GGUF rope_freqs). */
   const fg_model_tensor *rf = lm->source == FG_LM_SRC_GGUF ? fg_model_find(lm->weights, "rope_freqs.weight") : NULL;

@@ -264,6 +264,31 @@ fg_status fg_lm_read_config_hf(fg_lm *lm, const char *dir) {
   if (a->arch == FG_LM_GEMMA3) {
     fg_lm_json_size(o, "sliding_window", &c->sliding_window);
     fg_lm_json_size(o, "sliding_window_pattern", &c->sliding_period);
+    /* transformers 5 lists each layer's attention: "sliding_attention" or "full_attention". */
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(o, "layer_types");
+    if (cJSON_IsArray(lt)) {
+      if ((size_t)cJSON_GetArraySize(lt) != c->n_layer) {
+        st = fg_fail(FG_ERR_INVALID_ARG, "%s: layer_types lists %d layers, num_hidden_layers is %zu", path,
+                     cJSON_GetArraySize(lt), c->n_layer);
+        goto done;
+      }
+      lm->layer_windowed = calloc(c->n_layer ? c->n_layer : 1, 1);
+      if (!lm->layer_windowed) {
+        st = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+      }
+      size_t i = 0;
+      const cJSON *e;
+      cJSON_ArrayForEach(e, lt) {
+        const bool sliding = cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention");
+        if (!sliding && !(cJSON_IsString(e) && !strcmp(e->valuestring, "full_attention"))) {
+          st = fg_fail(FG_ERR_UNSUPPORTED, "%s: layer_types[%zu] is not \"sliding_attention\" or \"full_attention\"",
+                       path, i);
+          goto done;
+        }
+        lm->layer_windowed[i++] = sliding;
+      }
+    }
     double qs = 0.0;
     fg_lm_json_num(o, "query_pre_attn_scalar", &qs);
     if (qs > 0.0) c->attn_scale = (float)(1.0 / sqrt(qs));

@@ -60,6 +60,7 @@ struct fg_lm {
   size_t rope_pos;
   float *rope_factors;               /* host copy of rope_freqs (Llama 3), NULL if none */
   fg_lm_act act;
+  uint8_t *layer_windowed;           /* config.json layer_types (1: sliding), NULL: by sliding_period */
   fg_lm_proj_hook hook;
   void *hook_user;
   void **owned;                      /* device copies the model made (widened biases) */

@@ -47,6 +47,7 @@ void fg_lm_free(fg_lm *lm) {
   for (size_t i = 0; i < lm->n_owned; i++) fg_device_mem_free(lm->dev, lm->owned[i]);
   free(lm->owned);
   free(lm->rope_factors);
+  free(lm->layer_windowed);
   free(lm->layers);
   fg_tokenizer_close(lm->tok);
   fg_model_free(lm->weights);

@@ -219,6 +219,12 @@ TEST(Lm, FolderConfigOfTransformers5) {
                                    : "\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}");
     const size_t loc = cfg.find("\"rope_local_base_freq\": 10000.0, ");
     if (loc != std::string::npos) cfg.erase(loc, std::string("\"rope_local_base_freq\": 10000.0, ").size());
+    // Gemma: the layers' kinds listed instead of the pattern.
+    const size_t pat = cfg.find("\"sliding_window_pattern\": 6");
+    if (pat != std::string::npos)
+      cfg.replace(pat, std::string("\"sliding_window_pattern\": 6").size(),
+                  "\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+                  "\"sliding_attention\", \"sliding_attention\", \"full_attention\"]");
     fgt::write_file(td.file("config.json"), cfg.data(), cfg.size());
     Lm f(td.path, dev.d);
     ASSERT_TRUE(f.lm) << cfg;
@@ -226,6 +232,24 @@ TEST(Lm, FolderConfigOfTransformers5) {
     ASSERT_EQ(before.size(), after.size());
     EXPECT_EQ(0, memcmp(before.data(), after.data(), before.size() * 4)) << arch << ": " << cfg;
     EXPECT_EQ(1e6, fg_lm_get_config(f.lm)->rope_base);
+    if (s.arch != "gemma3") continue;
+    // layer_types decides, not the pattern: all layers listed as full gives the unwindowed model,
+    // which differs here (window 2 over 7 tokens); a list of the wrong length is refused.
+    const size_t lt = cfg.find("\"layer_types\": [");
+    std::string full = cfg.substr(0, lt) + "\"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\", "
+                       "\"full_attention\", \"full_attention\", \"full_attention\"]" + cfg.substr(cfg.find(']', lt) + 1);
+    fgt::write_file(td.file("config.json"), full.data(), full.size());
+    {
+      Lm g(td.path, dev.d);
+      ASSERT_TRUE(g.lm);
+      const auto nowin = run_batch(g.lm, ids);
+      EXPECT_NE(0, memcmp(before.data(), nowin.data(), before.size() * 4));
+    }
+    std::string shortl = cfg.substr(0, lt) + "\"layer_types\": [\"full_attention\"]" + cfg.substr(cfg.find(']', lt) + 1);
+    fgt::write_file(td.file("config.json"), shortl.data(), shortl.size());
+    fg_lm *bad = nullptr;
+    EXPECT_EQ(FG_ERR_INVALID_ARG, fg_lm_open(td.path.c_str(), dev.d, nullptr, &bad));
+    EXPECT_NE(nullptr, strstr(fg_last_error(), "layer_types")) << fg_last_error();
   }
 }
 
