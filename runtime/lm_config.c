@@ -145,6 +145,11 @@ fg_status fg_lm_read_config_gguf(fg_lm *lm, const char *path) {
   }
   if (a->arch != FG_LM_GEMMA3) c->sliding_window = 0;
   st = fg_lm_finish_config(lm, path, a);
+  /* The vocabulary from the same parse. A GGUF without one (FG_ERR_NOT_FOUND) still runs on ids. */
+  if (!st) {
+    st = fg_tokenizer_from_gguf(f, &lm->tok);
+    if (st == FG_ERR_NOT_FOUND) st = FG_OK, lm->tok = NULL;
+  }
 done:
   fg_gguf_close(f);
   return st;

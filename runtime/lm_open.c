@@ -78,16 +78,13 @@ fg_status fg_lm_open(const char *path, fg_device *dev, const fg_lm_options *o, f
     st = fg_model_create(path, dev, &lo, &lm->weights);
   }
   if (!st) st = fg_lm_bind(lm);
-  if (!st) {
-    /* A checkpoint without a vocabulary (no tokenizer.json in a folder, no tokenizer.ggml.model
-     * in a GGUF) still runs on ids; anything else wrong with one is an error. */
+  if (!st && dir) {
+    /* A folder without tokenizer.json still runs on ids; anything wrong with one is an error.
+     * (A GGUF's vocabulary came with its hyperparameters: runtime/lm_config.c.) */
     char tj[4200];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", path);
     struct stat ts_sb;
-    const bool none = dir && stat(tj, &ts_sb) != 0;
-    fg_status ts = none ? FG_OK : fg_tokenizer_open(path, &lm->tok);
-    if (ts == FG_ERR_NOT_FOUND && !dir) ts = FG_OK, lm->tok = NULL;
-    if (ts) st = ts;
+    if (stat(tj, &ts_sb) == 0) st = fg_tokenizer_open(path, &lm->tok);
   }
   if (!st && lm->tok && fg_tokenizer_n_tokens(lm->tok) > lm->cfg.n_vocab)
     st = fg_fail(FG_ERR_INVALID_ARG, "%s: the tokenizer has %zu tokens, the embedding only %zu rows", path,

@@ -5,25 +5,17 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels.h"
+#include "cuda/kernels/row_grid.cuh"
 #include "device/backend.h"
 #include "forgia/elem/rmsnorm.h"
 
 #define FG_RN_WARPS 8
 
-// The row grid's sum: every lane holds its lane sum; returns the folded sum in every lane.
-__device__ double fg_rn_warp_sum(double s) {
-  for (unsigned h = FG_ROW_LANES / 2; h >= 1; h /= 2) {
-    const double o = __shfl_down_sync(0xffffffffu, s, h);
-    if ((threadIdx.x & 31u) < h) s = s + o;
-  }
-  return __shfl_sync(0xffffffffu, s, 0);
-}
-
 // The row grid's sum of term(i) over i < cols: this lane's elements in order, then the fold.
 template <class Term> __device__ double fg_rn_row_sum(size_t cols, Term term) {
   double s = 0.0;
   for (size_t i = threadIdx.x & 31u; i < cols; i += FG_ROW_LANES) s = s + term(i);
-  return fg_rn_warp_sum(s);
+  return fg_row_warp_sum(s);
 }
 
 __global__ void fg_rn_forward_kernel(fg_rmsnorm_call c) {

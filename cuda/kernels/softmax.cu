@@ -5,19 +5,11 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels.h"
+#include "cuda/kernels/row_grid.cuh"
 #include "device/backend.h"
 #include "forgia/elem/softmax.h"
 
 #define FG_SM_WARPS 8
-
-// The row grid's fold of every lane's sum; returns the row's sum in every lane.
-__device__ double fg_sm_warp_sum(double s) {
-  for (unsigned h = FG_ROW_LANES / 2; h >= 1; h /= 2) {
-    const double o = __shfl_down_sync(0xffffffffu, s, h);
-    if ((threadIdx.x & 31u) < h) s = s + o;
-  }
-  return __shfl_sync(0xffffffffu, s, 0);
-}
 
 __global__ void fg_sm_kernel(fg_softmax_call c) {
   const unsigned lane = threadIdx.x & 31u;
@@ -44,7 +36,7 @@ __global__ void fg_sm_kernel(fg_softmax_call c) {
       if (y) y[j] = v;
       s = s + (double)v;
     }
-    const double S = fg_sm_warp_sum(s);
+    const double S = fg_row_warp_sum(s);
     if (c.kind == FG_SOFTMAX_NLL) {
       if (lane == 0) c.nll[r] = fg_sm_nll(m, S, x[c.targets[r]]);
     } else if (c.kind == FG_SOFTMAX_ROWS) {

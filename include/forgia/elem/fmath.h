@@ -29,19 +29,17 @@ static inline FG_HD uint64_t fg_f64_bits(double d) {
  * below only sees |x| < 200). Written out because rintf's mode handling is not an
  * elementary operation we want to trust on both sides. */
 static inline FG_HD float fg_round_f32(float x) {
-  const float h = x < 0.0f ? -0.5f : 0.5f;
+  /* +-0.5 with x's sign, by bits: no conditional, so loops over it vectorise. */
+  const float h = fg_bits_f32((fg_f32_bits(x) & 0x80000000u) | 0x3f000000u);
   return (float)(int32_t)(x + h);
 }
 
-/* e^x in f32. NaN gives the canonical quiet NaN; x > 88.7228 gives +inf; x < -103.98 gives
- * +0; subnormal results are produced by a two-step scale. */
-static inline FG_HD float fg_exp_f32(float x) {
-  if (x != x) return fg_bits_f32(0x7fc00000u);
-  if (x > 88.72283935546875f) return fg_bits_f32(0x7f800000u);
-  if (x < -103.97207708f) return 0.0f;
-  /* x = n ln2 + r, |r| <= ln2 / 2, with ln2 split so n * LN2_HI is exact (n < 2^8). */
-  const float n = fg_round_f32(x * 1.44269502162933349609375f);
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+/* fg_exp_f32's range reduction and polynomial for a in [-103.98, 88.73]: e^a = p * 2^k,
+ * p returned. Branch-free, so loops over it vectorise (cpu/cpu_softmax.c). */
+static inline FG_HD float fg_exp_f32_reduce(float a, int32_t *k) {
+  /* a = n ln2 + r, |r| <= ln2 / 2, with ln2 split so n * LN2_HI is exact (n < 2^8). */
+  const float n = fg_round_f32(a * 1.44269502162933349609375f);
+  const float r = (a - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
   /* e^r by its Taylor series to r^7 (|error| < 2^-26 on |r| <= 0.347), Horner form. */
   float p = 1.98412698e-4f;
   p = p * r + 1.38888889e-3f;
@@ -51,7 +49,18 @@ static inline FG_HD float fg_exp_f32(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t k = (int32_t)n;
+  *k = (int32_t)n;
+  return p;
+}
+
+/* e^x in f32. NaN gives the canonical quiet NaN; x > 88.7228 gives +inf; x < -103.98 gives
+ * +0; subnormal results are produced by a two-step scale. */
+static inline FG_HD float fg_exp_f32(float x) {
+  if (x != x) return fg_bits_f32(0x7fc00000u);
+  if (x > 88.72283935546875f) return fg_bits_f32(0x7f800000u);
+  if (x < -103.97207708f) return 0.0f;
+  int32_t k = 0;
+  const float p = fg_exp_f32_reduce(x, &k);
   if (k < -126) {
     /* Two steps so the intermediate stays normal: 2^(k + 64) then 2^-64. */
     const float s1 = fg_bits_f32((uint32_t)(k + 64 + 127) << 23);
