@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <cpuid.h>
 
 #include "forgia/elem/quant_common.h"
 #include "forgia/elem/quant_k.h"
@@ -250,7 +251,10 @@ bool fg_lin_x86_usable(void) {
   static _Atomic int have = -1; /* a fact about the CPU: one value per process */
   if (have < 0) {
     __builtin_cpu_init();
-    have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* F16C from CPUID leaf 1 (ECX bit 29): older clang's __builtin_cpu_supports has no "f16c". */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   }
   return have == 1;
 }
