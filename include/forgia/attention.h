@@ -49,6 +49,34 @@ typedef struct fg_attention_args {
  * never a read outside the caches. n_tok == 0 does nothing. */
 FG_API fg_status fg_attention_forward(fg_device *dev, const fg_attention_args *a, fg_stream *s);
 
+/* The gradients of fg_attention_forward, for the arguments of the forward call (its q, k, v,
+ * seq, pos, window, scale, and out and lse as it wrote them; lse must not be NULL). With
+ * p_j = fg_exp_f32(s_j - lse) (s_j as the forward computes it), per (t, h), each operation
+ * rounded to f32 and never fused:
+ *
+ *   D     = +0; for d in order: D = D + dout_d * out_d
+ *   dp_j  = dot(dout[t,h], v[j])         (d in order, from +0)
+ *   ds_j  = p_j * (dp_j - D)
+ *   dq_d  = scale * (+0; for j ascending: acc = acc + ds_j * k[j]_d)
+ *
+ * and per cache slot j of (sequence, kv head), over the tokens t that attend to it in
+ * ascending order and, for each, the query heads h of its group in ascending order:
+ *
+ *   dk[j]_d = scale * (+0; acc = acc + ds_{t,h,j} * q[t,h]_d)
+ *   dv[j]_d = +0; acc = acc + p_{t,h,j} * dout[t,h]_d
+ *
+ * Every slot of dk and dv (n_seq x n_kv_head x n_ctx x head_dim) is written: +0 where no
+ * token attends. A token whose seq or pos is out of range gets dq rows of canonical NaN and
+ * adds nothing to dk, dv. The same bits on every backend and for any thread count. */
+typedef struct fg_attention_grads {
+  const float *dout;        /* n_tok x n_head x head_dim */
+  float *dq;                /* n_tok x n_head x head_dim */
+  float *dk, *dv;           /* cache layout; must not overlap each other, dq or the inputs */
+} fg_attention_grads;
+
+FG_API fg_status fg_attention_backward(fg_device *dev, const fg_attention_args *a, const fg_attention_grads *g,
+                                       fg_stream *s);
+
 #ifdef __cplusplus
 }
 #endif

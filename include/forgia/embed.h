@@ -26,6 +26,15 @@ extern "C" {
 FG_API fg_status fg_embed_rows(fg_device *dev, const void *table, fg_dtype dtype, size_t n_rows, size_t n_cols,
                                const int32_t *ids, size_t n_ids, float scale, float *out, fg_stream *s);
 
+/* The gradient of fg_embed_rows into an f32 table gradient (n_rows x n_cols), added to what
+ * it holds: for t = 0 .. n_ids - 1 in order, dtable[ids[t]][c] = dtable[ids[t]][c] +
+ * f32(scale * dy[t][c]), each operation rounded to f32. Tokens with an id outside
+ * [0, n_rows) add nothing. The same bits on every backend and for any thread count. dy
+ * (n_ids x n_cols f32), ids and dtable are device memory of dev; dtable must not overlap dy
+ * or ids. scale finite. n_ids == 0 does nothing. */
+FG_API fg_status fg_embed_backward(fg_device *dev, const float *dy, const int32_t *ids, size_t n_ids, size_t n_rows,
+                                   size_t n_cols, float scale, float *dtable, fg_stream *s);
+
 #ifdef __cplusplus
 }
 #endif
