@@ -30,6 +30,7 @@ extern "C" {
   X(a, es_trits, fg_es_trits_call)    \
   X(a, rmsnorm, fg_rmsnorm_call)      \
   X(a, attention, fg_attention_call)  \
+  X(a, attention_bwd, fg_attention_bwd_call) \
   X(a, softmax, fg_softmax_call)      \
   X(a, rope, fg_rope_call)            \
   X(a, embed, fg_embed_call)          \

@@ -17,6 +17,7 @@
 
 #include "device/family_table.h"
 #include "forgia/elem/attention.h"
+#include "forgia/elem/attention_bwd.h"
 #include "forgia/elem/embed.h"
 #include "forgia/elem/es_trits.h"
 #include "forgia/elem/linear.h"
@@ -531,6 +532,34 @@ inline std::vector<FamilyCase> rmsnorm_family_cases() {
 
 // ---- Attention: GQA, windows, several sequences, out-of-range tokens, a span past CUDA's tile ----
 
+// The forward by the contract's loop over the elem functions: a's out and lse.
+inline void attention_scalar_forward(const fg_attention_call &a) {
+  std::vector<float> sc(a.n_ctx);
+  const size_t D = a.head_dim;
+  for (size_t t = 0; t < a.n_tok; t++)
+    for (size_t h = 0; h < a.n_head; h++) {
+      const size_t row = t * a.n_head + h;
+      size_t lo = 0, hi = 0, kv = 0;
+      if (!fg_attn_span(&a, t, h, &lo, &hi, &kv)) {
+        for (size_t d = 0; d < D; d++) a.out[row * D + d] = fg_bits_f32(0x7fc00000u);
+        a.lse[row] = fg_bits_f32(0x7fc00000u);
+        continue;
+      }
+      float m = fg_bits_f32(0xff800000u), l = 0.0f;
+      for (size_t j = lo; j <= hi; j++) {
+        sc[j] = fg_attn_score(&a.q[row * D], &a.k[kv + j * D], D, a.scale);
+        m = fg_attn_max(m, sc[j]);
+      }
+      for (size_t j = lo; j <= hi; j++) l = l + (sc[j] = fg_attn_p(sc[j], m));
+      for (size_t d = 0; d < D; d++) {
+        float acc = 0.0f;
+        for (size_t j = lo; j <= hi; j++) acc = acc + sc[j] * a.v[kv + j * D + d];
+        a.out[row * D + d] = fg_attn_out(acc, l);
+      }
+      a.lse[row] = fg_attn_lse(m, l);
+    }
+}
+
 inline std::vector<FamilyCase> attention_family_cases() {
   std::vector<FamilyCase> out;
   struct Shape {
@@ -557,32 +586,11 @@ inline std::vector<FamilyCase> attention_family_cases() {
              std::to_string(s.n_kv_head) + "x" + std::to_string(s.head_dim) + " ctx " + std::to_string(s.n_ctx);
     c.ref = [=]() {
       const std::vector<float> q = gaussian(qn, seed), k = gaussian(cn, seed + 1), v = gaussian(cn, seed + 2);
-      std::vector<float> o(qn), lse(s.n_tok * s.n_head), sc(s.n_ctx);
+      std::vector<float> o(qn), lse(s.n_tok * s.n_head);
       const fg_attention_call a = {s.n_tok, s.n_head, s.n_kv_head, s.head_dim, s.n_seq, s.n_ctx, s.window,
                                    q.data(), k.data(), v.data(), s.seq ? seq.data() : nullptr, pos.data(), scale,
                                    o.data(), lse.data()};
-      for (size_t t = 0; t < s.n_tok; t++)
-        for (size_t h = 0; h < s.n_head; h++) {
-          const size_t row = t * s.n_head + h, D = s.head_dim;
-          size_t lo = 0, hi = 0, kv = 0;
-          if (!fg_attn_span(&a, t, h, &lo, &hi, &kv)) {
-            for (size_t d = 0; d < D; d++) o[row * D + d] = fg_bits_f32(0x7fc00000u);
-            lse[row] = fg_bits_f32(0x7fc00000u);
-            continue;
-          }
-          float m = fg_bits_f32(0xff800000u), l = 0.0f;
-          for (size_t j = lo; j <= hi; j++) {
-            sc[j] = fg_attn_score(&q[row * D], &k[kv + j * D], D, scale);
-            m = fg_attn_max(m, sc[j]);
-          }
-          for (size_t j = lo; j <= hi; j++) l = l + (sc[j] = fg_attn_p(sc[j], m));
-          for (size_t d = 0; d < D; d++) {
-            float acc = 0.0f;
-            for (size_t j = lo; j <= hi; j++) acc = acc + sc[j] * v[kv + j * D + d];
-            o[row * D + d] = fg_attn_out(acc, l);
-          }
-          lse[row] = fg_attn_lse(m, l);
-        }
+      attention_scalar_forward(a);
       Bytes all = to_bytes(o);
       append(all, to_bytes(lse));
       return all;
@@ -600,6 +608,128 @@ inline std::vector<FamilyCase> attention_family_cases() {
       EXPECT_EQ(FG_OK, fg_attention_forward(dev, &a, nullptr)) << fg_last_error();
       Bytes all = o.read();
       append(all, lse.read());
+      return all;
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- Attention backward: the forward's shapes, a dq span and a slot's (token, head) pairs
+// past CUDA's tiles, a training-like batch of consecutive positions ----
+
+// The backward by the contract's loops over the elem functions, into b's dq, dk, dv.
+inline void attention_scalar_backward(const fg_attention_bwd_call &b) {
+  const fg_attention_call &a = b.f;
+  const size_t D = a.head_dim, G = a.n_head / a.n_kv_head;
+  auto ds_of = [&](size_t row, const float *kr, const float *vr, float *p) {
+    const float s = fg_attn_score(&a.q[row * D], kr, D, a.scale), dp = fg_attn_dot(&b.dout[row * D], vr, D);
+    *p = fg_attn_p(s, a.lse[row]);
+    return fg_attn_ds(*p, dp, fg_attn_dot(&b.dout[row * D], &a.out[row * D], D));
+  };
+  for (size_t row = 0; row < a.n_tok * a.n_head; row++) {
+    size_t lo = 0, hi = 0, kv = 0;
+    if (!fg_attn_span(&a, row / a.n_head, row % a.n_head, &lo, &hi, &kv)) {
+      for (size_t d = 0; d < D; d++) b.dq[row * D + d] = fg_bits_f32(0x7fc00000u);
+      continue;
+    }
+    std::vector<float> ds(hi - lo + 1);
+    for (size_t j = lo; j <= hi; j++) {
+      float p = 0.0f;
+      ds[j - lo] = ds_of(row, &a.k[kv + j * D], &a.v[kv + j * D], &p);
+    }
+    for (size_t d = 0; d < D; d++) {
+      float acc = 0.0f;
+      for (size_t j = lo; j <= hi; j++) acc = acc + ds[j - lo] * a.k[kv + j * D + d];
+      b.dq[row * D + d] = fg_attn_dscaled(a.scale, acc);
+    }
+  }
+  for (size_t slot = 0; slot < a.n_seq * a.n_kv_head * a.n_ctx; slot++) {
+    const size_t j = slot % a.n_ctx, sq = slot / a.n_ctx / a.n_kv_head, kvh = slot / a.n_ctx % a.n_kv_head;
+    std::vector<size_t> rs;  // the (token, head) rows that attend, in the contract's order
+    std::vector<float> ps, dss;
+    for (size_t t = 0; t < a.n_tok; t++) {
+      size_t lo = 0, hi = 0;
+      if (!fg_attn_attends(&a, t, sq, j, &lo, &hi)) continue;
+      for (size_t g = 0; g < G; g++) {
+        float p = 0.0f;
+        rs.push_back(t * a.n_head + kvh * G + g);
+        dss.push_back(ds_of(rs.back(), &a.k[slot * D], &a.v[slot * D], &p));
+        ps.push_back(p);
+      }
+    }
+    for (size_t d = 0; d < D; d++) {
+      float dk = 0.0f, dv = 0.0f;
+      for (size_t i = 0; i < rs.size(); i++) {
+        dk = dk + dss[i] * a.q[rs[i] * D + d];
+        dv = dv + ps[i] * b.dout[rs[i] * D + d];
+      }
+      b.dk[slot * D + d] = fg_attn_dscaled(a.scale, dk);
+      b.dv[slot * D + d] = fg_attn_canon(dv);
+    }
+  }
+}
+
+inline std::vector<FamilyCase> attention_bwd_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_tok, n_head, n_kv_head, head_dim, n_seq, n_ctx, window;
+    bool seq, consecutive;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1, 1, 1, 0, false, false},     {7, 4, 2, 16, 1, 9, 0, false, false},
+                          {12, 8, 2, 64, 3, 40, 5, true, false},   {5, 6, 6, 24, 2, 33, 0, true, false},
+                          {3, 2, 1, 8, 1, 1100, 0, false, false},  {300, 4, 1, 8, 1, 320, 0, false, true},
+                          {40, 9, 3, 64, 2, 24, 7, true, true},    {0, 2, 1, 8, 2, 5, 0, true, false}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 900 + 10 * (uint64_t)idx++;
+    const size_t qn = s.n_tok * s.n_head * s.head_dim, cn = s.n_seq * s.n_kv_head * s.n_ctx * s.head_dim;
+    const size_t rows = s.n_tok * s.n_head;
+    const float scale = 1.0f / std::sqrt((float)s.head_dim);
+    std::vector<int32_t> seq(s.n_tok), pos(s.n_tok);
+    for (size_t t = 0; t < s.n_tok; t++) {
+      seq[t] = s.seq ? (int32_t)(s.consecutive ? t * s.n_seq / s.n_tok : t % s.n_seq) : 0;
+      pos[t] = (int32_t)(s.consecutive ? t % (s.n_tok / s.n_seq) : (s.n_ctx - 1) - (t * 7) % s.n_ctx);
+    }
+    if (s.n_tok > 4 && !s.consecutive) pos[3] = (int32_t)s.n_ctx;  // out of range: a NaN row
+    if (s.seq && s.n_tok > 5) seq[5] = (int32_t)s.n_seq;            // out of range: a NaN row
+    // The forward's out and lse, as the backward gets them.
+    std::vector<float> o(qn), lse(rows);
+    const std::vector<float> q = gaussian(qn, seed), k = gaussian(cn, seed + 1), v = gaussian(cn, seed + 2);
+    const std::vector<float> dout = gaussian(qn, seed + 3);
+    const fg_attention_call f = {s.n_tok, s.n_head, s.n_kv_head, s.head_dim, s.n_seq, s.n_ctx, s.window,
+                                 q.data(), k.data(), v.data(), s.seq ? seq.data() : nullptr, pos.data(), scale,
+                                 o.data(), lse.data()};
+    attention_scalar_forward(f);
+    FamilyCase c;
+    c.name = "attention_bwd " + std::to_string(s.n_tok) + "x" + std::to_string(s.n_head) + "/" +
+             std::to_string(s.n_kv_head) + "x" + std::to_string(s.head_dim) + " ctx " + std::to_string(s.n_ctx);
+    c.ref = [=]() {
+      std::vector<float> dq(qn), dk(cn), dv(cn);
+      fg_attention_call a = f;
+      a.q = q.data(), a.k = k.data(), a.v = v.data(), a.seq = s.seq ? seq.data() : nullptr, a.pos = pos.data();
+      a.out = (float *)o.data(), a.lse = (float *)lse.data();
+      attention_scalar_backward({a, dout.data(), dq.data(), dk.data(), dv.data()});
+      Bytes all = to_bytes(dq);
+      append(all, to_bytes(dk));
+      append(all, to_bytes(dv));
+      return all;
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf Q(dev, to_bytes(q)), K(dev, to_bytes(k)), V(dev, to_bytes(v)), S(dev, to_bytes(seq)),
+          P(dev, to_bytes(pos)), O(dev, to_bytes(o)), L(dev, to_bytes(lse)), DO(dev, to_bytes(dout));
+      DevBuf dq(dev, nullptr, qn * 4), dk(dev, nullptr, cn * 4), dv(dev, nullptr, cn * 4);
+      fg_attention_args a = {};
+      a.n_tok = s.n_tok, a.n_head = s.n_head, a.n_kv_head = s.n_kv_head, a.head_dim = s.head_dim;
+      a.n_seq = s.n_seq, a.n_ctx = s.n_ctx, a.window = s.window, a.scale = scale;
+      a.q = Q.as<float>(), a.k = K.as<float>(), a.v = V.as<float>();
+      a.seq = s.seq ? S.as<int32_t>() : nullptr, a.pos = P.as<int32_t>();
+      a.out = O.as<float>(), a.lse = L.as<float>();
+      const fg_attention_grads g = {DO.as<float>(), dq.as<float>(), dk.as<float>(), dv.as<float>()};
+      EXPECT_EQ(FG_OK, fg_attention_backward(dev, &a, &g, nullptr)) << fg_last_error();
+      Bytes all = dq.read();
+      append(all, dk.read());
+      append(all, dv.read());
       return all;
     };
     out.push_back(c);
@@ -884,6 +1014,7 @@ inline std::vector<FamilyCase> family_cases(fg_family_id id) {
     case FG_FAMILY_es_trits: return es_trits_family_cases();
     case FG_FAMILY_rmsnorm: return rmsnorm_family_cases();
     case FG_FAMILY_attention: return attention_family_cases();
+    case FG_FAMILY_attention_bwd: return attention_bwd_family_cases();
     case FG_FAMILY_softmax: return softmax_family_cases();
     case FG_FAMILY_rope: return rope_family_cases();
     case FG_FAMILY_embed: return embed_family_cases();
