@@ -9,11 +9,12 @@
  * not depend on the thread count and equal CUDA's. */
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "device/backend.h"
 #include "forgia/elem/attention_bwd.h"
 
-#define FG_AB_TJ 16
+#define FG_AB_TJ 16 /* two vectors of 8 */
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 /* Wider vectors only: -ffp-contract=off still forbids fusing, so every clone rounds alike. */
@@ -34,19 +35,50 @@ static const float *fg_ab_tile(const fg_cpu_ab *w, const float *t, size_t sq, si
   return t + ((sq * f->n_kv_head + kvh) * w->tiles + tb) * f->head_dim * FG_AB_TJ;
 }
 
-/* s_j = scale * dot(q, k_j) and dp_j = dot(dout, v_j) for the TJ slots of a tile. */
+typedef float fg_ab_v8 __attribute__((vector_size(32)));
+
+/* s_j = scale * dot(q, k_j) and dp_j = dot(dout, v_j) for the TJ slots of a tile: each lane
+ * one slot's dot, in d order from +0 (a scalar times a vector splats the scalar). */
 static inline void fg_ab_dots(const float *q, const float *g, const float *kt, const float *vt, size_t D, float scale,
                               float *s, float *dp) {
-  float a[FG_AB_TJ], b[FG_AB_TJ];
-  for (int j = 0; j < FG_AB_TJ; j++) a[j] = 0.0f, b[j] = 0.0f;
+  fg_ab_v8 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
   for (size_t d = 0; d < D; d++) {
-    const float qd = q[d], gd = g[d], *kr = kt + d * FG_AB_TJ, *vr = vt + d * FG_AB_TJ;
-    for (int j = 0; j < FG_AB_TJ; j++) {
-      a[j] = a[j] + qd * kr[j];
-      b[j] = b[j] + gd * vr[j];
-    }
+    fg_ab_v8 k0, k1, v0, v1;
+    memcpy(&k0, kt + d * FG_AB_TJ, 32), memcpy(&k1, kt + d * FG_AB_TJ + 8, 32);
+    memcpy(&v0, vt + d * FG_AB_TJ, 32), memcpy(&v1, vt + d * FG_AB_TJ + 8, 32);
+    a0 = a0 + q[d] * k0, a1 = a1 + q[d] * k1;
+    b0 = b0 + g[d] * v0, b1 = b1 + g[d] * v1;
   }
-  for (int j = 0; j < FG_AB_TJ; j++) s[j] = scale * a[j], dp[j] = b[j];
+  a0 = scale * a0, a1 = scale * a1;
+  memcpy(s, &a0, 32), memcpy(s + 8, &a1, 32), memcpy(dp, &b0, 32), memcpy(dp + 8, &b1, 32);
+}
+
+/* c ? a : b on bit patterns, with c 0 or 1: a select the vectorizer takes. */
+static inline float fg_ab_sel(uint32_t c, float a, float b) {
+  const uint32_t m = 0u - c;
+  return fg_bits_f32((fg_f32_bits(a) & m) | (fg_f32_bits(b) & ~m));
+}
+
+/* p_j = fg_exp_f32(s_j - lse) and ds_j = p_j * (dp_j - D) for the TJ slots of a tile, without
+ * branches so the loop vectorizes: every lane runs fg_exp_f32's operations (elem/fmath.h) on
+ * a clamped copy of its argument, then its special cases are selected, so each p_j has
+ * fg_exp_f32's bits (the lanes of cpu/cpu_softmax.c). */
+static inline void fg_ab_p_ds(const float *s, const float *dp, float lse, float dterm, float *p, float *ds) {
+  for (int j = 0; j < FG_AB_TJ; j++) {
+    const float x = s[j] - lse;
+    const uint32_t nan = x != x, big = x > 88.72283935546875f, small = x < -103.97207708f;
+    const float a = fg_ab_sel(nan | big | small, 0.0f, x);
+    int32_t k = 0;
+    const float r = fg_exp_f32_reduce(a, &k);
+    const float sub = (r * fg_bits_f32((uint32_t)(k + 64 + 127) << 23)) * fg_bits_f32((uint32_t)(-64 + 127) << 23);
+    const float top = (r * fg_bits_f32((uint32_t)(k - 1 + 127) << 23)) * 2.0f;
+    const float mid = r * fg_bits_f32((uint32_t)(k + 127) << 23);
+    float v = fg_ab_sel(k < -126, sub, fg_ab_sel(k > 127, top, mid));
+    v = fg_ab_sel(small, 0.0f, v);
+    v = fg_ab_sel(big, fg_bits_f32(0x7f800000u), v);
+    p[j] = fg_ab_sel(nan, fg_bits_f32(0x7fc00000u), v);
+    ds[j] = fg_attn_ds(p[j], dp[j], dterm);
+  }
 }
 
 /* Phase 1, item i < n_tok * n_head: the D term of that row. */
@@ -84,18 +116,18 @@ FG_AB_CLONES static void fg_ab_dq(const fg_cpu_ab *w, size_t t, size_t kvh, floa
   }
   const size_t sq = (size_t)(f->seq ? f->seq[t] : 0);
   for (size_t i = 0; i < G * D; i++) acc[i] = 0.0f;
-  float s[FG_AB_TJ], dp[FG_AB_TJ];
+  float s[FG_AB_TJ], dp[FG_AB_TJ], p[FG_AB_TJ], ds[FG_AB_TJ];
   for (size_t tb = lo / FG_AB_TJ; tb <= hi / FG_AB_TJ; tb++) {
     const size_t j0 = tb * FG_AB_TJ, jl = lo > j0 ? lo - j0 : 0, jh = hi - j0 < FG_AB_TJ ? hi - j0 : FG_AB_TJ - 1;
     const float *kt = fg_ab_tile(w, w->kt, sq, kvh, tb), *vt = fg_ab_tile(w, w->vt, sq, kvh, tb);
     for (size_t g = 0; g < G; g++) {
       const size_t row = row0 + g;
       fg_ab_dots(f->q + row * D, c->dout + row * D, kt, vt, D, f->scale, s, dp);
+      fg_ab_p_ds(s, dp, f->lse[row], w->dterm[row], p, ds);
       float *a = acc + g * D;
       for (size_t jj = jl; jj <= jh; jj++) {
-        const float ds = fg_attn_ds(fg_attn_p(s[jj], f->lse[row]), dp[jj], w->dterm[row]);
         const float *kr = f->k + kv + (j0 + jj) * D;
-        for (size_t d = 0; d < D; d++) a[d] = a[d] + ds * kr[d];
+        for (size_t d = 0; d < D; d++) a[d] = a[d] + ds[jj] * kr[d];
       }
     }
   }
@@ -113,7 +145,7 @@ FG_AB_CLONES static void fg_ab_dkv(const fg_cpu_ab *w, size_t sq, size_t kvh, si
   for (size_t i = 0; i < jn * D; i++) dk[i] = 0.0f, dv[i] = 0.0f;
   if (!f->n_tok) return;
   const float *kt = fg_ab_tile(w, w->kt, sq, kvh, tb), *vt = fg_ab_tile(w, w->vt, sq, kvh, tb);
-  float s[FG_AB_TJ], dp[FG_AB_TJ];
+  float s[FG_AB_TJ], dp[FG_AB_TJ], p[FG_AB_TJ], ds[FG_AB_TJ];
   for (size_t t = 0; t < f->n_tok; t++) {
     size_t lo = 0, hi = 0, kv = 0;
     const int32_t ts = f->seq ? f->seq[t] : 0;
@@ -124,12 +156,12 @@ FG_AB_CLONES static void fg_ab_dkv(const fg_cpu_ab *w, size_t sq, size_t kvh, si
       const size_t row = t * f->n_head + kvh * G + g;
       const float *q = f->q + row * D, *go = c->dout + row * D;
       fg_ab_dots(q, go, kt, vt, D, f->scale, s, dp);
+      fg_ab_p_ds(s, dp, f->lse[row], w->dterm[row], p, ds);
       for (size_t jj = jl; jj <= jh; jj++) {
-        const float p = fg_attn_p(s[jj], f->lse[row]), ds = fg_attn_ds(p, dp[jj], w->dterm[row]);
         float *dkr = dk + jj * D, *dvr = dv + jj * D;
         for (size_t d = 0; d < D; d++) {
-          dkr[d] = dkr[d] + ds * q[d];
-          dvr[d] = dvr[d] + p * go[d];
+          dkr[d] = dkr[d] + ds[jj] * q[d];
+          dvr[d] = dvr[d] + p[jj] * go[d];
         }
       }
     }
