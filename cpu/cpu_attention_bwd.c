@@ -146,6 +146,7 @@ FG_AB_CLONES static void fg_ab_dkv(const fg_cpu_ab *w, size_t sq, size_t kvh, si
   if (!f->n_tok) return;
   const float *kt = fg_ab_tile(w, w->kt, sq, kvh, tb), *vt = fg_ab_tile(w, w->vt, sq, kvh, tb);
   float s[FG_AB_TJ], dp[FG_AB_TJ], p[FG_AB_TJ], ds[FG_AB_TJ];
+  int hit[FG_AB_TJ] = {0}; /* a slot no token attends stays +0, whatever the sign of scale */
   for (size_t t = 0; t < f->n_tok; t++) {
     size_t lo = 0, hi = 0, kv = 0;
     const int32_t ts = f->seq ? f->seq[t] : 0;
@@ -159,6 +160,7 @@ FG_AB_CLONES static void fg_ab_dkv(const fg_cpu_ab *w, size_t sq, size_t kvh, si
       fg_ab_p_ds(s, dp, f->lse[row], w->dterm[row], p, ds);
       for (size_t jj = jl; jj <= jh; jj++) {
         float *dkr = dk + jj * D, *dvr = dv + jj * D;
+        hit[jj] = 1;
         for (size_t d = 0; d < D; d++) {
           dkr[d] = dkr[d] + ds[jj] * q[d];
           dvr[d] = dvr[d] + p[jj] * go[d];
@@ -166,7 +168,11 @@ FG_AB_CLONES static void fg_ab_dkv(const fg_cpu_ab *w, size_t sq, size_t kvh, si
       }
     }
   }
-  for (size_t i = 0; i < jn * D; i++) dk[i] = fg_attn_dscaled(f->scale, dk[i]), dv[i] = fg_attn_canon(dv[i]);
+  for (size_t jj = 0; jj < jn; jj++)
+    for (size_t d = 0; d < D; d++) {
+      float *k = dk + jj * D + d, *v = dv + jj * D + d;
+      *k = hit[jj] ? fg_attn_dscaled(f->scale, *k) : 0.0f, *v = fg_attn_canon(*v);
+    }
 }
 
 fg_status fg_cpu_attention_bwd(fg_device *dev, const fg_attention_bwd_call *c, fg_stream *stream) {

@@ -72,6 +72,7 @@ __global__ void __launch_bounds__(FG_AB_THREADS) fg_ab_dkv_kernel(fg_attention_b
     const size_t j = slot % f.n_ctx, blk = slot / f.n_ctx, sq = blk / f.n_kv_head, kvh = blk % f.n_kv_head;
     const float *kr = f.k + slot * D, *vr = f.v + slot * D;
     for (size_t d = tid; d < D; d += FG_AB_THREADS) acc[d] = 0.0f, acc[D + d] = 0.0f;
+    int hit = 0;  // whether a pair attends: a slot without one stays +0, whatever the sign of scale
     for (size_t i0 = 0; i0 < pairs; i0 += FG_AB_TILE) {
       const size_t in = pairs - i0 < FG_AB_TILE ? pairs - i0 : FG_AB_TILE;
       for (size_t i = tid; i < in; i += FG_AB_THREADS) {
@@ -90,6 +91,7 @@ __global__ void __launch_bounds__(FG_AB_THREADS) fg_ab_dkv_kernel(fg_attention_b
         float a = acc[d], b = acc[D + d];
         for (size_t i = 0; i < in; i++) {
           if (!in_sh[i]) continue;
+          hit = 1;
           const size_t t = (i0 + i) / G, row = t * f.n_head + kvh * G + (i0 + i) % G;
           a = a + ds_sh[i] * f.q[row * D + d];
           b = b + p_sh[i] * c.dout[row * D + d];
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(FG_AB_THREADS) fg_ab_dkv_kernel(fg_attention_b
       __syncthreads();
     }
     for (size_t d = tid; d < D; d += FG_AB_THREADS) {
-      c.dk[slot * D + d] = fg_attn_dscaled(f.scale, acc[d]);
+      c.dk[slot * D + d] = hit ? fg_attn_dscaled(f.scale, acc[d]) : 0.0f;
       c.dv[slot * D + d] = fg_attn_canon(acc[D + d]);
     }
     __syncthreads();  // the tiles are reused by the next slot

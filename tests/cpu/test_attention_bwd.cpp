@@ -233,24 +233,33 @@ TEST(AttentionBackward, TokensOutOfRangeGetNanRowsAndAddNothing) {
 }
 
 // Slots that no token attends (past the last position, before a window, in a sequence with
-// no tokens) are +0 in dk and dv; the attended ones are not.
+// no tokens) are +0 in dk and dv, for either sign of scale; the attended ones are not.
 TEST(AttentionBackward, SlotsNoTokenAttendsArePositiveZero) {
   Cpu cpu;
-  Problem p(4, 2, 1, 16, 3, 12, 15);
-  p.window = 3;
-  p.seq = {0, 0, 2, 2};
-  p.pos = {5, 6, 2, 3};
-  p.run(cpu.dev);
-  for (size_t sq = 0; sq < 3; sq++)
-    for (size_t j = 0; j < 12; j++) {
-      const bool attended = (sq == 0 && j >= 3 && j <= 6) || (sq == 2 && j <= 3);
-      const size_t base = (sq * 12 + j) * 16;
-      size_t zeros = 0;
-      for (size_t d = 0; d < 16; d++) zeros += bits(p.dk[base + d]) == 0 && bits(p.dv[base + d]) == 0;
-      EXPECT_EQ(attended ? 0u : 16u, zeros) << sq << "," << j;
+  for (float sign : {1.0f, -1.0f}) {
+    Problem p(4, 2, 1, 16, 3, 12, 15);
+    p.window = 3, p.scale *= sign;
+    p.seq = {0, 0, 2, 2};
+    p.pos = {5, 6, 2, 3};
+    p.run(cpu.dev);
+    for (size_t sq = 0; sq < 3; sq++)
+      for (size_t j = 0; j < 12; j++) {
+        const bool attended = (sq == 0 && j >= 3 && j <= 6) || (sq == 2 && j <= 3);
+        const size_t base = (sq * 12 + j) * 16;
+        size_t zeros = 0;
+        for (size_t d = 0; d < 16; d++) zeros += bits(p.dk[base + d]) == 0 && bits(p.dv[base + d]) == 0;
+        EXPECT_EQ(attended ? 0u : 16u, zeros) << sq << "," << j << ", scale " << p.scale;
+      }
+    if (sign < 0) {
+      std::vector<double> gq, gk, gv;
+      p.backward64(&gq, &gk, &gv);
+      expect_close(p.dq, gq, 3e-6, "dq");
+      expect_close(p.dk, gk, 3e-6, "dk");
     }
+  }
   // No tokens: every slot of dk and dv is written +0; dq is not touched.
   Problem z(0, 2, 1, 16, 3, 12, 15);
+  z.scale = -z.scale;
   fg_attention_args a = z.args();
   a.q = nullptr, a.out = nullptr, a.pos = nullptr;
   fg_attention_grads g = z.grads();

@@ -664,7 +664,7 @@ inline void attention_scalar_backward(const fg_attention_bwd_call &b) {
         dk = dk + dss[i] * a.q[rs[i] * D + d];
         dv = dv + ps[i] * b.dout[rs[i] * D + d];
       }
-      b.dk[slot * D + d] = fg_attn_dscaled(a.scale, dk);
+      b.dk[slot * D + d] = rs.empty() ? 0.0f : fg_attn_dscaled(a.scale, dk);
       b.dv[slot * D + d] = fg_attn_canon(dv);
     }
   }
@@ -674,18 +674,18 @@ inline std::vector<FamilyCase> attention_bwd_family_cases() {
   std::vector<FamilyCase> out;
   struct Shape {
     size_t n_tok, n_head, n_kv_head, head_dim, n_seq, n_ctx, window;
-    bool seq, consecutive;
+    bool seq, consecutive, negative_scale;
   };
-  const Shape shapes[] = {{1, 1, 1, 1, 1, 1, 0, false, false},     {7, 4, 2, 16, 1, 9, 0, false, false},
-                          {12, 8, 2, 64, 3, 40, 5, true, false},   {5, 6, 6, 24, 2, 33, 0, true, false},
-                          {3, 2, 1, 8, 1, 1100, 0, false, false},  {300, 4, 1, 8, 1, 320, 0, false, true},
-                          {40, 9, 3, 64, 2, 24, 7, true, true},    {0, 2, 1, 8, 2, 5, 0, true, false}};
+  const Shape shapes[] = {{1, 1, 1, 1, 1, 1, 0, false, false, false},    {7, 4, 2, 16, 1, 9, 0, false, false, false},
+                          {12, 8, 2, 64, 3, 40, 5, true, false, false},  {5, 6, 6, 24, 2, 33, 0, true, false, true},
+                          {3, 2, 1, 8, 1, 1100, 0, false, false, false}, {300, 4, 1, 8, 1, 320, 0, false, true, false},
+                          {40, 9, 3, 64, 2, 24, 7, true, true, false},   {0, 2, 1, 8, 2, 5, 0, true, false, true}};
   int idx = 0;
   for (const Shape &s : shapes) {
     const uint64_t seed = 900 + 10 * (uint64_t)idx++;
     const size_t qn = s.n_tok * s.n_head * s.head_dim, cn = s.n_seq * s.n_kv_head * s.n_ctx * s.head_dim;
     const size_t rows = s.n_tok * s.n_head;
-    const float scale = 1.0f / std::sqrt((float)s.head_dim);
+    const float scale = (s.negative_scale ? -1.0f : 1.0f) / std::sqrt((float)s.head_dim);
     std::vector<int32_t> seq(s.n_tok), pos(s.n_tok);
     for (size_t t = 0; t < s.n_tok; t++) {
       seq[t] = s.seq ? (int32_t)(s.consecutive ? t * s.n_seq / s.n_tok : t % s.n_seq) : 0;
