@@ -103,7 +103,7 @@ struct Problem {
     forward64(Q, K, V, &o, &P);
     double l = 0;
     for (size_t t = 0; t < n_tok; t++)
-      for (size_t i = 0; in_range(t) && i < n_head * D; i++) l += o[t * n_head * D + i] * (double)dout[t * n_head * D + i];
+      for (size_t i = t * n_head * D; in_range(t) && i < (t + 1) * n_head * D; i++) l += o[i] * (double)dout[i];
     return l;
   }
   // The f64 analytic backward: ds_j = p_j (dp_j - dout . out), dq = scale sum ds_j k_j,
@@ -219,7 +219,8 @@ TEST(AttentionBackward, TokensOutOfRangeGetNanRowsAndAddNothing) {
     for (size_t i = 0; i < 4 * 8; i++) EXPECT_EQ(0x7fc00000u, bits(p.dq[t * 32 + i])) << t;
   Problem r(2, 4, 2, 8, 2, 10, 14);
   r.q.assign(p.q.begin(), p.q.begin() + 32), r.q.insert(r.q.end(), p.q.begin() + 5 * 32, p.q.end());
-  r.dout.assign(p.dout.begin(), p.dout.begin() + 32), r.dout.insert(r.dout.end(), p.dout.begin() + 5 * 32, p.dout.end());
+  r.dout.assign(p.dout.begin(), p.dout.begin() + 32);
+  r.dout.insert(r.dout.end(), p.dout.begin() + 5 * 32, p.dout.end());
   r.k = p.k, r.v = p.v, r.seq = {0, 1}, r.pos = {3, 9};
   r.run(cpu.dev);
   EXPECT_EQ(0, std::memcmp(r.dk.data(), p.dk.data(), p.dk.size() * 4));

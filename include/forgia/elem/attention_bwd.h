@@ -31,8 +31,9 @@ static inline FG_HD float fg_attn_ds(float p, float dp, float dterm) { return p 
 /* dq_d and dk[j]_d from their sums; dv[j]_d is its sum, stored through fg_attn_canon. */
 static inline FG_HD float fg_attn_dscaled(float scale, float acc) { return fg_attn_canon(scale * acc); }
 
-/* Whether token t attends cache slot j of (sequence sq, kv head kvh): t in range, in
- * sequence sq, its group reading kvh, and lo <= j <= pos[t] (fg_attn_span). */
+/* Whether token t attends slot j of sequence sq's cache (of every kv head: each token has
+ * query heads in every group): t in range, in sequence sq, and lo <= j <= pos[t]
+ * (fg_attn_span, which also fills lo and hi). */
 static inline FG_HD int fg_attn_attends(const fg_attention_call *c, size_t t, size_t sq, size_t j, size_t *lo,
                                         size_t *hi) {
   size_t kv = 0;
