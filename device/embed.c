@@ -1,5 +1,5 @@
-/* The embedding gather's front (forgia/embed.h): one validation for every backend, then the
- * embed kernel family (device/family_table.h). */
+/* The embedding's fronts (forgia/embed.h), the gather and its gradient: one validation for
+ * every backend, then the embed or embed_bwd kernel family (device/family_table.h). */
 #include <math.h>
 #include <stdint.h>
 
@@ -44,4 +44,28 @@ fg_status fg_embed_rows(fg_device *dev, const void *table, fg_dtype dtype, size_
                            .block_bytes = tr->block_bytes, .n_rows = n_rows, .n_cols = n_cols, .row_bytes = row_bytes,
                            .ids = ids, .n_ids = n_ids, .scale = scale, .out = out};
   return fg_family_embed(dev, &c, s, what);
+}
+
+fg_status fg_embed_backward(fg_device *dev, const float *dy, const int32_t *ids, size_t n_ids, size_t n_rows,
+                            size_t n_cols, float scale, float *dtable, fg_stream *s) {
+  const char *what = "fg_embed_backward";
+  if (!dev) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL device", what);
+  if (n_ids && !n_cols) return fg_fail(FG_ERR_INVALID_ARG, "%s: %zu ids of rows of 0 columns", what, n_ids);
+  if (!isfinite(scale)) return fg_fail(FG_ERR_INVALID_ARG, "%s: scale %g is not finite", what, (double)scale);
+  if (n_cols && (n_rows > SIZE_MAX / 4 / n_cols || n_ids > SIZE_MAX / 4 / n_cols))
+    return fg_fail(FG_ERR_OVERFLOW, "%s: %zu rows or %zu ids of %zu columns overflow", what, n_rows, n_ids, n_cols);
+  if (s && s->dev != dev)
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: the stream belongs to %s, not %s", what, s->dev->spec, dev->spec);
+  if (!n_ids) return FG_OK;
+  if (!dy || !ids) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL %s", what, !dy ? "dy" : "ids");
+  if (n_rows && !dtable) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL dtable of %zu rows", what, n_rows);
+  const size_t tb = n_rows * n_cols * 4;
+  if (fg_bytes_overlap(dtable, tb, dy, n_ids * n_cols * 4) || fg_bytes_overlap(dtable, tb, ids, n_ids * 4))
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: dtable overlaps %s", what,
+                   fg_bytes_overlap(dtable, tb, ids, n_ids * 4) ? "ids" : "dy");
+  /* No row to add to: every id is out of range. */
+  if (!n_rows) return FG_OK;
+  const fg_embed_bwd_call c = {.dy = dy, .ids = ids, .n_ids = n_ids, .n_rows = n_rows, .n_cols = n_cols,
+                               .scale = scale, .dtable = dtable};
+  return fg_family_embed_bwd(dev, &c, s, what);
 }

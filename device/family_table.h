@@ -34,7 +34,9 @@ extern "C" {
   X(a, softmax, fg_softmax_call)      \
   X(a, rope, fg_rope_call)            \
   X(a, embed, fg_embed_call)          \
-  X(a, linear, fg_linear_call)
+  X(a, linear, fg_linear_call)        \
+  X(a, linear_bwd, fg_linear_bwd_call) \
+  X(a, embed_bwd, fg_embed_bwd_call)
 
 typedef enum fg_family_id {
 #define FG_FAMILY_ID_(a, name, call) FG_FAMILY_##name,

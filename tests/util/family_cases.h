@@ -1002,6 +1002,115 @@ inline std::vector<FamilyCase> linear_family_cases() {
   return out;
 }
 
+// The input gradient's exact scalar loop: W decoded by elem/quant_decode.h, each (t, i)
+// summed over o ascending by elem/linear.h's step.
+inline std::vector<float> linear_bwd_exact_ref(const std::vector<float> &dy, size_t n_tok, size_t n_out, const Bytes &w,
+                                               fg_dtype t, size_t n_in, const std::vector<float> &dx0,
+                                               bool accumulate) {
+  const fg_dtype_traits *tr = fg_dtype_info(t);
+  const size_t be = tr->block_elems, row_bytes = n_in / be * tr->block_bytes;
+  std::vector<float> wd(n_out * n_in), dx(n_tok * n_in);
+  for (size_t o = 0; o < n_out; o++)
+    for (size_t b = 0; b < n_in / be; b++)
+      EXPECT_TRUE(fg_dequant_block(t, w.data() + o * row_bytes + b * tr->block_bytes, wd.data() + o * n_in + b * be));
+  for (size_t tk = 0; tk < n_tok; tk++)
+    for (size_t i = 0; i < n_in; i++) {
+      float acc = 0.0f;
+      for (size_t o = 0; o < n_out; o++) acc = fg_gemm_exact_step(acc, dy[tk * n_out + o], wd[o * n_in + i]);
+      dx[tk * n_in + i] = fg_linear_out(acc, accumulate, accumulate ? dx0[tk * n_in + i] : 0.0f);
+    }
+  return dx;
+}
+
+// Shapes that cross the CPU kernels' edges: one token, token remainders after the
+// many-token micro-kernel, more tokens than a token tile (120), rows of W over several
+// chunks, column counts that are not a whole number of the 32-column tiles, odd chunkings.
+inline std::vector<FamilyCase> linear_bwd_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_tok, n_out, n_in;
+    fg_dtype t;
+    bool accumulate;
+  };
+  const Shape shapes[] = {{1, 37, 64, FG_F32, false},     {5, 70, 96, FG_F16, true},     {3, 33, 160, FG_BF16, false},
+                          {6, 50, 45, FG_F32, true},      {13, 65, 512, FG_Q4_1, false}, {1, 100, 576, FG_Q8_0, true},
+                          {7, 40, 512, FG_Q4_K, false},   {300, 9, 256, FG_Q6_K, true},
+                          {130, 700, 608, FG_Q5_0, false}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 1900 + 10 * (uint64_t)idx++;
+    auto dy = [=]() { return gaussian(s.n_tok * s.n_out, seed); };
+    auto w = [=]() { return linear_weights(s.t, s.n_out, s.n_in, seed + 1); };
+    auto dx0 = [=]() { return gaussian(s.n_tok * s.n_in, seed + 2); };
+    FamilyCase c;
+    c.name = std::string("linear_bwd ") + fg_dtype_name(s.t) + " " + std::to_string(s.n_tok) + "x" +
+             std::to_string(s.n_out) + "x" + std::to_string(s.n_in) + (s.accumulate ? " acc" : "");
+    c.ref = [=]() {
+      return to_bytes(linear_bwd_exact_ref(dy(), s.n_tok, s.n_out, w(), s.t, s.n_in, dx0(), s.accumulate));
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf DY(dev, to_bytes(dy())), W(dev, w()), DX(dev, to_bytes(dx0()));
+      EXPECT_EQ(FG_OK, fg_linear_backward_x(dev, FG_GEMM_EXACT, DY.as<float>(), s.n_tok, s.n_out, W.p, s.t, s.n_in,
+                                            DX.as<float>(), s.accumulate, nullptr))
+          << fg_last_error();
+      return DX.read();
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
+// ---- the embedding gradient: repeated ids summing in order, ids out of range, a scale ----
+
+inline std::vector<FamilyCase> embed_bwd_family_cases() {
+  std::vector<FamilyCase> out;
+  struct Shape {
+    size_t n_rows, n_cols, n_ids;
+    float scale;
+  };
+  const Shape shapes[] = {{11, 33, 9, 1.0f}, {50, 64, 17, 45.254834f}, {7, 96, 300, 1.0f}, {49, 576, 64, 0.5f},
+                          {5, 1000, 700, -2.0f}};
+  int idx = 0;
+  for (const Shape &s : shapes) {
+    const uint64_t seed = 1800 + 10 * (uint64_t)idx++;
+    auto ids = [=]() {
+      std::vector<int32_t> v(s.n_ids);
+      for (size_t t = 0; t < s.n_ids; t++) v[t] = (int32_t)((t * 5 + 2) % s.n_rows);
+      v[s.n_ids / 2] = (int32_t)s.n_rows;  // adds nothing
+      if (s.n_ids > 3) v[1] = -3;
+      return v;
+    };
+    auto dy = [=]() {
+      std::vector<float> g = gaussian(s.n_ids * s.n_cols, seed, 3.0f);
+      const uint32_t payload = 0xffc12345u;  // a NaN with a payload: stored canonical
+      std::memcpy(&g[s.n_cols + 3], &payload, 4);
+      return g;
+    };
+    auto table = [=]() { return gaussian(s.n_rows * s.n_cols, seed + 1); };
+    FamilyCase c;
+    c.name = "embed_bwd " + std::to_string(s.n_ids) + " of " + std::to_string(s.n_rows) + "x" + std::to_string(s.n_cols);
+    c.ref = [=]() {
+      std::vector<float> T = table(), G = dy();
+      std::vector<int32_t> I = ids();
+      fg_embed_bwd_call ec = {G.data(), I.data(), s.n_ids, s.n_rows, s.n_cols, s.scale, T.data()};
+      for (size_t t = 0; t < s.n_ids; t++) {
+        float *d = fg_embed_bwd_row(&ec, t);
+        for (size_t k = 0; d && k < s.n_cols; k++) d[k] = fg_embed_bwd_step(d[k], G[t * s.n_cols + k], s.scale);
+      }
+      return to_bytes(T);
+    };
+    c.run = [=](fg_device *dev) {
+      DevBuf G(dev, to_bytes(dy())), I(dev, to_bytes(ids())), T(dev, to_bytes(table()));
+      EXPECT_EQ(FG_OK, fg_embed_backward(dev, G.as<float>(), I.as<int32_t>(), s.n_ids, s.n_rows, s.n_cols, s.scale,
+                                         T.as<float>(), nullptr))
+          << fg_last_error();
+      return T.read();
+    };
+    out.push_back(c);
+  }
+  return out;
+}
+
 // The cases of family id, generated for every row of the family table: a row without a
 // builder here gives no cases, which tests/cpu/test_families.cpp reports as a failure.
 inline std::vector<FamilyCase> family_cases(fg_family_id id) {
@@ -1019,6 +1128,8 @@ inline std::vector<FamilyCase> family_cases(fg_family_id id) {
     case FG_FAMILY_rope: return rope_family_cases();
     case FG_FAMILY_embed: return embed_family_cases();
     case FG_FAMILY_linear: return linear_family_cases();
+    case FG_FAMILY_linear_bwd: return linear_bwd_family_cases();
+    case FG_FAMILY_embed_bwd: return embed_bwd_family_cases();
     default: return {};
   }
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "forgia/elem/dtype_enum.h"
+#include "forgia/elem/gemm_exact.h"
 #include "forgia/elem/hd.h"
 #include "forgia/elem/quant_decode.h"
 
@@ -67,6 +68,28 @@ static inline FG_HD void fg_embed_scale(const fg_embed_call *c, float *y, size_t
 /* What an out-of-range id writes. */
 static inline FG_HD void fg_embed_nan(float *y, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = fg_bits_f32(0x7fc00000u);
+}
+
+/* One validated call of the gradient (device/embed.c builds it): n_ids > 0, n_cols > 0. */
+typedef struct fg_embed_bwd_call {
+  const float *dy; /* n_ids x n_cols */
+  const int32_t *ids;
+  size_t n_ids, n_rows, n_cols;
+  float scale;
+  float *dtable; /* n_rows x n_cols */
+} fg_embed_bwd_call;
+
+/* Token t's gradient row, NULL when its id is outside [0, n_rows) (it adds nothing). */
+static inline FG_HD float *fg_embed_bwd_row(const fg_embed_bwd_call *c, size_t t) {
+  const int32_t id = c->ids[t];
+  if (id < 0 || (uint64_t)id >= (uint64_t)c->n_rows) return 0;
+  return c->dtable + (size_t)id * c->n_cols;
+}
+
+/* One token's step on one element: d + f32(scale * g), neither operation fused, a NaN
+ * stored as the canonical quiet NaN (CPUs keep an operand's payload, GPUs do not). */
+static inline FG_HD float fg_embed_bwd_step(float d, float g, float scale) {
+  return fg_gemm_exact_canonical(fg_gemm_exact_add(d, fg_gemm_exact_mul(scale, g)));
 }
 
 #endif

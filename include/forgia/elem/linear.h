@@ -37,6 +37,25 @@ typedef struct fg_linear_call {
   bool accumulate;
 } fg_linear_call;
 
+/* One validated call of the input gradient (device/linear.c builds it): dx[t][i] (+)=
+ * sum over o of dy[t][o] * W[o][i], W as in fg_linear_call. mode as above; n_tok, n_in > 0
+ * (n_in a whole number of blocks); n_out may be 0 (every sum is then +0: the kernels take
+ * the exact mode's path). The exact order is o ascending, one accumulator per (t, i):
+ *
+ *   acc = +0; for o in order: acc = fg_gemm_exact_step(acc, dy[t][o], w[o][i])
+ *   dx  = fg_linear_out(acc, accumulate, dx_old) */
+typedef struct fg_linear_bwd_call {
+  int mode; /* fg_gemm_mode */
+  const float *dy;
+  size_t n_tok, n_out, n_in;
+  const void *w;
+  fg_dtype w_type;
+  unsigned block_elems, block_bytes; /* of w_type */
+  size_t row_bytes;                  /* bytes of one row of W */
+  float *dx;
+  bool accumulate;
+} fg_linear_bwd_call;
+
 /* The stored value of an output whose sum is acc. */
 static inline FG_HD float fg_linear_out(float acc, bool accumulate, float y_old) {
   return fg_gemm_exact_canonical(accumulate ? fg_gemm_exact_add(y_old, acc) : acc);
