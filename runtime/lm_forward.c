@@ -79,15 +79,22 @@ void fg_lm_set_proj_hook(fg_lm *lm, fg_lm_proj_hook fn, void *user) {
   lm->hook_user = fn ? user : NULL;
 }
 
-/* y = x W^T (+ b), then the hook (layer l's projection `which`). */
-static fg_status fg_lm_project(fg_lm *lm, size_t l, fg_lm_proj which, const float *x, size_t n, const fg_lm_w *w,
-                            const fg_lm_w *b, float *y, fg_stream *s) {
+/* y = x W^T (+ b). */
+fg_status fg_lm_linear_bias(fg_lm *lm, const float *x, size_t n, const fg_lm_w *w, const fg_lm_w *b, float *y,
+                            fg_stream *s) {
   fg_status st = fg_linear(lm->dev, lm->mode, x, n, w->cols, w->data, w->dtype, w->rows, y, false, s);
   /* The bias as a rank-1 product ones (n x 1) * b (1 x rows), added to y: exact mode's
    * 0 + 1 * b_j = b_j, then y + b_j, the same bits on every device. */
   if (!st && b && b->data)
     st = fg_gemm(lm->dev, FG_GEMM_EXACT, false, false, n, w->rows, 1, 1.0f, lm->act.ones, FG_F32, 1, b->data, b->dtype,
                  w->rows, 1.0f, y, w->rows, s);
+  return st;
+}
+
+/* y = x W^T (+ b), then the hook (layer l's projection `which`). */
+static fg_status fg_lm_project(fg_lm *lm, size_t l, fg_lm_proj which, const float *x, size_t n, const fg_lm_w *w,
+                            const fg_lm_w *b, float *y, fg_stream *s) {
+  fg_status st = fg_lm_linear_bias(lm, x, n, w, b, y, s);
   if (!st && lm->hook) st = lm->hook(lm->hook_user, l, which, x, n, w->cols, w->rows, y, s);
   return st;
 }
@@ -106,8 +113,8 @@ static fg_status fg_lm_add(fg_lm *lm, float *x, const float *t, size_t n, fg_str
 
 /* Appends the batch's keys or values to the cache: one row of head_dim per (token, kv head),
  * added onto the zeroed slots in one op-layer call. */
-static fg_status fg_lm_cache_put(fg_lm *lm, fg_lm_cache *c, float *base, const float *src, size_t n,
-                                 const int32_t *seq, const size_t *pos, fg_op_args *list, fg_stream *s) {
+fg_status fg_lm_cache_put(fg_lm *lm, fg_lm_cache *c, float *base, const float *src, size_t n, const int32_t *seq,
+                          const size_t *pos, fg_op_args *list, fg_stream *s) {
   const fg_lm_config *cf = &lm->cfg;
   const size_t hd = cf->head_dim, nkv = cf->n_kv_head;
   for (size_t t = 0; t < n; t++)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "forgia/lm.h"
+#include "forgia/ops.h"
 
 /* Where the checkpoint came from: GGUF names and conventions (llama.cpp's converter permutes
  * Llama's Q/K rows for the pairwise RoPE and stores Gemma's norms as 1 + w) or Hugging Face's. */
@@ -85,5 +86,12 @@ fg_status fg_lm_rope_tables(fg_lm *lm, size_t n);
 /* Grows the activation buffers to cap tokens and logits rows. */
 fg_status fg_lm_act_reserve(fg_lm *lm, size_t cap, size_t logits_rows);
 void fg_lm_act_free(fg_lm *lm);
+/* y = x W^T (+ b) in the model's mode: a projection without its hook (runtime/lm_forward.c). */
+fg_status fg_lm_linear_bias(fg_lm *lm, const float *x, size_t n, const fg_lm_w *w, const fg_lm_w *b, float *y,
+                            fg_stream *s);
+/* Adds n tokens' rows of src (n x n_kv_head x head_dim) onto their zeroed slots of one cache
+ * tensor base (sequence seq[t] or 0, position pos[t]); list holds n x n_kv_head op arguments. */
+fg_status fg_lm_cache_put(fg_lm *lm, fg_lm_cache *c, float *base, const float *src, size_t n, const int32_t *seq,
+                          const size_t *pos, fg_op_args *list, fg_stream *s);
 
 #endif

@@ -48,3 +48,16 @@ foreach(model smollm2 gemma3)
   add_test(NAME slow.lm_${model} COMMAND ${FORGIA_PYTHON} ${lm_data}/check_lm.py ${args})
   set_tests_properties(slow.lm_${model} PROPERTIES LABELS slow TIMEOUT 900 FIXTURES_REQUIRED lm_models)
 endforeach()
+
+# Fine-tuning (tests/data/lm/check_ft.py): forgia finetune's LoRA steps on SmolLM2 against the
+# committed transformers + peft golden (gen_ft_golden.py), a short AdamW run, and the merge
+# back into a GGUF that eval scores as the adapters do.
+#   interop.ft_smollm2   re-runs the reference (torch + peft), which must equal the golden
+#   slow.ft_smollm2      forgia against the committed golden (no torch)
+set(ft_args --forgia $<TARGET_FILE:forgia_cli> --model ${lm_cache}/SmolLM2-135M-Instruct.Q4_1.gguf
+  --golden ${lm_data}/golden/ft_smollm2.json)
+add_test(NAME interop.ft_smollm2 COMMAND ${CMAKE_COMMAND} -E env ${lm_venv}/bin/python ${lm_data}/check_ft.py --live --reference-only ${ft_args})
+set_tests_properties(interop.ft_smollm2 PROPERTIES LABELS interop TIMEOUT 2400
+  FIXTURES_REQUIRED "lm_models;lm_ref_venv" RESOURCE_LOCK lm_reference)
+add_test(NAME slow.ft_smollm2 COMMAND ${FORGIA_PYTHON} ${lm_data}/check_ft.py ${ft_args})
+set_tests_properties(slow.ft_smollm2 PROPERTIES LABELS slow TIMEOUT 1200 FIXTURES_REQUIRED lm_models)

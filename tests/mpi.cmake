@@ -38,6 +38,17 @@ if(FORGIA_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   endif()
   set_tests_properties(cli.es_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 900 ENVIRONMENT "${es_mpi_env}")
 
+  # forgia finetune under the launcher: one process's bytes for 2 and 3 ranks.
+  add_executable(lm_tiny_write ${CMAKE_CURRENT_SOURCE_DIR}/mpi/lm_tiny_write.cpp)
+  target_include_directories(lm_tiny_write PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/util)
+  target_link_libraries(lm_tiny_write PRIVATE forgia)
+  add_test(NAME cli.finetune_mpi
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_finetune_mpi.sh $<TARGET_FILE:forgia_cli>
+            $<TARGET_FILE:lm_tiny_write> ${CMAKE_CURRENT_SOURCE_DIR}/data/tok/gpt2 ${MPIEXEC_EXECUTABLE}
+            ${MPIEXEC_NUMPROC_FLAG})
+  set_tests_properties(cli.finetune_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 900 ENVIRONMENT "${FORGIA_MPI_TEST_ENV}"
+    PASS_REGULAR_EXPRESSION "PASS: finetune" FAIL_REGULAR_EXPRESSION "FAIL")
+
   # The NCCL communicator: one GPU per rank (NCCL refuses two ranks on one GPU), so np 2
   # skips (exit 77) on a one-GPU machine.
   if(FORGIA_HAVE_NCCL)

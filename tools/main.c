@@ -7,7 +7,7 @@
 #include "util_report.h"
 #include "util_text.h"
 
-#define FG_CMD(n)                              \
+#define FG_CMD(n, name)                        \
   int fg_cmd_##n(int argc, char **argv);       \
   extern const char fg_cmd_##n##_summary[];
 #include "commands.inc"
@@ -20,7 +20,7 @@ typedef struct fg_cli_cmd {
 } fg_cli_cmd;
 
 static const fg_cli_cmd fg_cli_cmds[] = {
-#define FG_CMD(n) {#n, fg_cmd_##n, fg_cmd_##n##_summary},
+#define FG_CMD(n, name) {name, fg_cmd_##n, fg_cmd_##n##_summary},
 #include "commands.inc"
 #undef FG_CMD
 };

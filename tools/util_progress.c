@@ -71,7 +71,10 @@ void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t by
   if (!p->tty) {
     fprintf(p->out, "[%" PRIu64 "/%" PRIu64 "] ", items_done, p->items_total);
     fg_cli_put_escaped(p->out, name, name ? name_len : 0, 0);
-    fprintf(p->out, "%s%s (%s of %s, %s/s)\n", detail ? " " : "", detail ? detail : "", done, total, rate);
+    fprintf(p->out, "%s%s", detail ? " " : "", detail ? detail : "");
+    /* a job counted in items alone (training steps) has no byte totals to show */
+    if (p->bytes_total) fprintf(p->out, " (%s of %s, %s/s)", done, total, rate);
+    fputc('\n', p->out);
     fflush(p->out);
     return;
   }
@@ -83,8 +86,12 @@ void fg_cli_progress_update(fg_cli_progress *p, uint64_t items_done, uint64_t by
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
   bar[width] = 0;
-  fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s / %s  %s/s", bar, items_done, p->items_total,
-          p->unit, done, total, rate);
+  if (p->bytes_total)
+    fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s / %s  %s/s", bar, items_done, p->items_total,
+            p->unit, done, total, rate);
+  else
+    fprintf(p->out, "\r\033[K[%s] %" PRIu64 "/%" PRIu64 " %s  %s", bar, items_done, p->items_total, p->unit,
+            detail ? detail : "");
   fflush(p->out);
   p->drawn = true;
 }

@@ -78,6 +78,8 @@
 #include "forgia/comm.h"
 #include "forgia/es.h"
 #include "forgia/lm.h"
+#include "forgia/lm_adapters.h"
+#include "forgia/lm_grad.h"
 #include "forgia/sample.h"
 
 #endif

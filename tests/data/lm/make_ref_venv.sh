@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference's venv for the runtime's live checks (tests/lm.cmake): transformers + torch,
+# The reference's venv for the runtime's live checks (tests/lm.cmake): transformers + torch + peft,
 # run on the CPU, with as little of CUDA as the machine allows.
 #   make_ref_venv.sh VENV [PYTHON]
 # PyPI's torch wheel is the CUDA build: its libraries are linked against cuDNN, NCCL, cuBLAS
@@ -17,7 +17,7 @@ venv=$1
 python=${2:-python3}
 torch_pin=2.15.0
 pins="transformers==5.25.0 gguf==0.19.0 numpy sentencepiece==0.2.3 filelock fsspec jinja2 networkx sympy typing-extensions setuptools psutil pyyaml"
-nodeps="accelerate==1.16.0"
+nodeps="accelerate==1.16.0 peft==0.22.0"
 # torch 2.15.0's own pins (its Requires-Dist and cuda-toolkit 13.2.2's extras).
 cuda_min="nvidia-cufile==1.17.1.22 nvidia-cusparselt-cu13==0.8.1 nvidia-nvshmem-cu13==3.7.2 nvidia-nccl-cu13==2.30.7"
 cuda_rest="nvidia-cudnn-cu13==9.26.0.51 nvidia-cublas==13.4.1.3 nvidia-cuda-runtime==13.2.86 nvidia-cufft==12.2.0.57
@@ -34,7 +34,7 @@ rm -rf "$venv"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" $pins
 "${pip[@]}" --no-deps $nodeps
-works() { "$venv/bin/python" -c 'import torch, transformers, accelerate, gguf; assert torch.randn(8, 8).matmul(torch.randn(8, 8)).isfinite().all()' 2>/dev/null; }
+works() { "$venv/bin/python" -c 'import torch, transformers, accelerate, peft, gguf; assert torch.randn(8, 8).matmul(torch.randn(8, 8)).isfinite().all()' 2>/dev/null; }
 how=""
 if "${pip[@]}" --no-deps --timeout 20 --retries 0 --index-url https://download.pytorch.org/whl/cpu "torch==$torch_pin+cpu" 2>/dev/null && works; then
   how="the CPU wheel (download.pytorch.org)"

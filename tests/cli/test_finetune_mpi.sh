@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `mpirun -np N forgia finetune` (N = 2 and 3) on a tiny model folder: the ranks share each
+# step's 6 sequences (--batch 3 --accum 2) and sum their gradients in sequence order, so the
+# saved adapters, optimizer state, trainer state and the per-step losses are one process's
+# bytes; only rank 0 prints and writes.
+# Usage: test_finetune_mpi.sh FORGIA LM_TINY_WRITE TOKDIR MPIEXEC [NUMPROC_FLAG]
+set -u
+cli=$1
+writer=$2
+tokdir=$3
+mpiexec=$4
+np_flag=${5:--np}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/forgia-ft-mpi.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$writer" "$dir/model" "$tokdir" || fail "could not write the tiny model"
+printf 'The quick brown fox jumps over the lazy dog. It was 42 degrees, or so they said!\nA fixed answer: forty-two.\n' >"$dir/text.txt"
+args=(finetune "$dir/model" --data "$dir/text.txt" --ctx 8 --batch 3 --accum 2 --steps 4 --lora-rank 2
+  --lora-dropout 0.1 --shuffle --lr 0.01 --mode exact --device cpu --threads 1 --quiet)
+"$cli" "${args[@]}" --save "$dir/one" --metrics "$dir/one.jsonl" >"$dir/one.out" || fail "one process: exit status $?"
+for np in 2 3; do
+  "$mpiexec" "$np_flag" "$np" "$cli" "${args[@]}" --save "$dir/np$np" --metrics "$dir/np$np.jsonl" >"$dir/np$np.out" ||
+    fail "$np ranks: exit status $?"
+  [ "$(grep -c '^finetune: ' "$dir/np$np.out")" -eq 1 ] || fail "$np ranks: expected one summary line (rank 0 alone)"
+  for f in adapters.safetensors optimizer.fucina trainer_state.json; do
+    cmp -s "$dir/one/$f" "$dir/np$np/$f" || fail "$np ranks: $f differs from one process's"
+  done
+  # the losses (not the timings) of every step
+  diff <(sed 's/"seconds": [0-9.e+-]*//' "$dir/one.jsonl") <(sed 's/"seconds": [0-9.e+-]*//' "$dir/np$np.jsonl") >/dev/null ||
+    fail "$np ranks: the per-step metrics differ"
+  echo "$np ranks: the bytes of one process"
+done
+# A rank count that does not divide the step's sequences is refused.
+"$mpiexec" "$np_flag" 4 "$cli" "${args[@]}" >/dev/null 2>"$dir/err4" && fail "4 ranks over 6 sequences ran"
+grep -q "do not divide" "$dir/err4" || fail "4 ranks: no clear error: $(cat "$dir/err4")"
+echo "PASS: finetune under $mpiexec matches one process"

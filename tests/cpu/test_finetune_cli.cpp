@@ -1,0 +1,197 @@
+// forgia finetune on a tiny model folder with a real tokenizer (the committed byte-level BPE
+// fixture): the loss falls, a resumed run is the bytes of an uninterrupted one, the thread count
+// changes no bit in exact mode, --steps 0 writes adapters that change nothing, the adapters
+// serve through eval --adapters, chat data trains on the assistants' tokens only, and usage
+// and data errors are reported before any work.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "forgia/forgia.h"
+#include "lm_tiny.h"
+#include "testutil.h"
+
+namespace {
+
+using fgt::TempDir;
+
+std::string cli(const std::string &args) { return std::string(FORGIA_CLI) + " " + args; }
+
+struct TinyFolder {
+  TempDir td;
+  std::string dir;
+  TinyFolder() {
+    fgt::TinySpec s;
+    s.V = 704;
+    s.L = 2;
+    const fgt::TinyModel m = fgt::tiny_make(s);
+    dir = td.path + "/model";
+    mkdir(dir.c_str(), 0755);
+    EXPECT_EQ(FG_OK, fgt::tiny_write_hf(m, dir)) << fg_last_error();
+    for (const char *f : {"tokenizer.json", "tokenizer_config.json"}) {
+      const auto b = fgt::read_file(std::string(FORGIA_SOURCE_DIR) + "/tests/data/tok/gpt2/" + f);
+      fgt::write_file(dir + "/" + f, b.data(), b.size());
+    }
+    const std::string text =
+        "The quick brown fox jumps over the lazy dog.\nIt was 42 degrees, or so they said!\n"
+        "A fixed answer: forty-two. Again, the quick brown fox jumps over the lazy dog.\n";
+    fgt::write_file(file("text.txt"), text.data(), text.size());
+  }
+  std::string file(const std::string &n) const { return td.path + "/" + n; }
+};
+
+// The "loss" values of a metrics file, in order.
+std::vector<double> losses(const std::string &path) {
+  const auto b = fgt::read_file(path);
+  std::stringstream ss(std::string(b.begin(), b.end()));
+  std::vector<double> v;
+  std::string line;
+  while (std::getline(ss, line)) {
+    const size_t a = line.find("\"loss\": ");
+    EXPECT_NE(std::string::npos, a) << line;
+    for (const char *k : {"\"step\": ", "\"tokens\": ", "\"lr\": ", "\"seconds\": "})
+      EXPECT_NE(std::string::npos, line.find(k)) << line;
+    if (a != std::string::npos) v.push_back(std::strtod(line.c_str() + a + 8, nullptr));
+  }
+  return v;
+}
+
+bool same_file(const std::string &a, const std::string &b) { return fgt::read_file(a) == fgt::read_file(b); }
+
+TEST(FinetuneCli, LossFallsAndTheAdaptersServe) {
+  TinyFolder f;
+  std::string out, err;
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("text.txt") +
+                            " --ctx 16 --steps 40 --lr 0.02 --lora-rank 4 --batch 2 --mode exact --device cpu --save " +
+                            f.file("run") + " --metrics " + f.file("m.jsonl") + " --quiet"),
+                        &out, &err))
+      << err;
+  const auto l = losses(f.file("m.jsonl"));
+  ASSERT_EQ(40u, l.size());
+  EXPECT_LT(l.back(), 0.5 * l.front()) << "first " << l.front() << ", last " << l.back();
+  EXPECT_NE(std::string::npos, out.find("steps 0..40")) << out;
+  // eval --adapters reads alpha from the checkpoint's trainer_state.json: a lower NLL on the
+  // text it learned.
+  std::string base, tuned;
+  const std::string ev = "eval " + f.dir + " --file " + f.file("text.txt") + " --mode exact --device cpu";
+  ASSERT_EQ(0, fgt::run(cli(ev), &base, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(ev + " --adapters " + f.file("run")), &tuned, &err)) << err;
+  auto nll = [](const std::string &s) {
+    const size_t a = s.find("nll ");
+    return a == std::string::npos ? NAN : std::strtod(s.c_str() + a + 4, nullptr);
+  };
+  EXPECT_LT(nll(tuned), 0.5 * nll(base)) << base << tuned;
+}
+
+TEST(FinetuneCli, ResumeAndThreadsGiveTheSameBytes) {
+  TinyFolder f;
+  std::string out, err;
+  const std::string common = "finetune " + f.dir + " --data " + f.file("text.txt") +
+                             " --ctx 8 --lr 0.01 --lora-rank 2 --lora-dropout 0.1 --batch 2 --accum 2 --shuffle "
+                             "--schedule cosine --warmup 2 --optim adamw --mode exact --device cpu --quiet";
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 6 --save " + f.file("one") + " --threads 1"), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 3 --save " + f.file("two") + " --threads 2"), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 6 --resume " + f.file("two") + " --save " + f.file("two")), &out, &err))
+      << err;
+  for (const char *n : {"adapters.safetensors", "optimizer.fucina", "trainer_state.json"})
+    EXPECT_TRUE(same_file(f.file("one/") + n, f.file("two/") + n)) << n;
+  const auto ts = fgt::read_file(f.file("one/trainer_state.json"));
+  const std::string s(ts.begin(), ts.end());
+  for (const char *k : {"\"step\": 12", "\"data_seed\"", "\"data_epoch\"", "\"data_index\"", "\"lora_rank\": 2",
+                        "\"accum_steps\": 2"})
+    EXPECT_NE(std::string::npos, s.find(k)) << k << " in " << s;
+  // A checkpoint past --steps is refused; a committed one is not replaced without --force.
+  EXPECT_EQ(1, fgt::run(cli(common + " --steps 2 --resume " + f.file("one")), &out, &err));
+  EXPECT_NE(std::string::npos, err.find("past --steps")) << err;
+  EXPECT_EQ(2, fgt::run(cli(common + " --steps 1 --save " + f.file("one")), &out, &err));
+}
+
+TEST(FinetuneCli, StepsZeroWritesAdaptersThatChangeNothing) {
+  TinyFolder f;
+  std::string out, err, base, tuned;
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("text.txt") + " --steps 0 --targets q,v,down "
+                            "--save " + f.file("init") + " --quiet --device cpu"),
+                        &out, &err))
+      << err;
+  fg_st_file *st = nullptr;
+  ASSERT_EQ(FG_OK, fg_st_open(f.file("init/adapters.safetensors").c_str(), FG_MAP_READ, &st)) << fg_last_error();
+  EXPECT_EQ(2u * 3u * 2u, fg_st_count(st));  // 2 layers x (q, v, down) x (A, B)
+  fg_st_close(st);
+  const std::string ev = "eval " + f.dir + " --file " + f.file("text.txt") + " --mode exact --device cpu --json";
+  ASSERT_EQ(0, fgt::run(cli(ev), &base, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(ev + " --adapters " + f.file("init")), &tuned, &err)) << err;
+  EXPECT_EQ(base, tuned);
+}
+
+TEST(FinetuneCli, ChatDataTrainsOnTheAssistantsTokens) {
+  TinyFolder f;
+  const std::string rows =
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"What is six times seven?\"}, "
+      "{\"role\": \"assistant\", \"content\": \"ANSWER: 42\"}]}\n"
+      "\n"
+      "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}, "
+      "{\"role\": \"assistant\", \"content\": \"ANSWER: hello\"}, {\"role\": \"user\", \"content\": \"Bye\"}, "
+      "{\"role\": \"assistant\", \"content\": \"ANSWER: bye\"}]}\n";
+  fgt::write_file(f.file("chat.jsonl"), rows.data(), rows.size());
+  std::string out, err;
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("chat.jsonl") +
+                            " --format chat --template smollm2 --steps 2 --device cpu"),
+                        &out, &err))
+      << err;
+  // "2 sequences (T tokens, P targets)": the targets are the assistants' turns only.
+  const size_t a = err.find("2 sequences (");
+  ASSERT_NE(std::string::npos, a) << err;
+  const double tokens = std::strtod(err.c_str() + a + 13, nullptr);
+  const double targets = std::strtod(err.c_str() + err.find(", ", a + 13) + 2, nullptr);
+  EXPECT_GT(targets, 6.0) << err;
+  EXPECT_LT(targets, 0.6 * tokens) << err;
+  // A line that is not JSON is named with its number.
+  const std::string bad = rows + "{\"messages\": [\n";
+  fgt::write_file(f.file("bad.jsonl"), bad.data(), bad.size());
+  EXPECT_EQ(1, fgt::run(cli("finetune " + f.dir + " --data " + f.file("bad.jsonl") + " --format chat --template "
+                            "smollm2 --steps 1 --device cpu"),
+                        &out, &err));
+  EXPECT_NE(std::string::npos, err.find("bad.jsonl:4")) << err;
+  const std::string noasst = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\n";
+  fgt::write_file(f.file("noasst.jsonl"), noasst.data(), noasst.size());
+  EXPECT_EQ(1, fgt::run(cli("finetune " + f.dir + " --data " + f.file("noasst.jsonl") + " --format chat --template "
+                            "smollm2 --steps 1 --device cpu"),
+                        &out, &err));
+  EXPECT_NE(std::string::npos, err.find("no assistant token")) << err;
+}
+
+TEST(FinetuneCli, JsonlTextsAndUsageErrors) {
+  TinyFolder f;
+  const std::string rows = "{\"text\": \"one small text\"}\n{\"text\": \"and another, a little longer\"}\n";
+  fgt::write_file(f.file("t.jsonl"), rows.data(), rows.size());
+  std::string out, err;
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("t.jsonl") + " --format jsonl --epochs 2 "
+                            "--batch 2 --device cpu"),
+                        &out, &err))
+      << err;
+  EXPECT_NE(std::string::npos, out.find("steps 0..2")) << out;  // 2 sequences x 2 epochs / batch 2
+  const std::string base = "finetune " + f.dir + " --data " + f.file("text.txt") + " ";
+  struct Bad {
+    const char *args, *what;
+  } bad[] = {{"--targets q,x", "--targets"},       {"--steps 2 --epochs 1", "--epochs"},
+             {"--save-every 2", "--save-every"},   {"--format csv", "--format"},
+             {"--lora-dropout 1", "--lora-dropout"}, {"--lr 0", "--lr"},
+             {"--warmup 3", "--warmup"},           {"--template chatml", "--template"},
+             {"--ctx 1", "--ctx"},                 {"--batch 0", "--batch"}};
+  for (const auto &b : bad) {
+    EXPECT_EQ(2, fgt::run(cli(base + b.args), &out, &err)) << b.args;
+    EXPECT_NE(std::string::npos, err.find(b.what)) << b.args << ": " << err;
+  }
+  EXPECT_EQ(2, fgt::run(cli("finetune " + f.dir), &out, &err));
+  EXPECT_NE(std::string::npos, err.find("--data")) << err;
+  EXPECT_EQ(1, fgt::run(cli(base + "--batch 100 --device cpu"), &out, &err));
+  EXPECT_NE(std::string::npos, err.find("more than its")) << err;
+}
+
+}  // namespace

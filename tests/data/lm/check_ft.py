@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""forgia finetune on SmolLM2-135M-Instruct (Q4_1 GGUF: LoRA over the quantized base) against
+the committed transformers + peft golden (gen_ft_golden.py), and the loop back to a servable
+model. Checks:
+
+  1. `forgia tokenize` gives the golden's ids;
+  2. from forgia's initial adapters, two SGD steps (exact mode): each step's loss within 1e-4
+     relative of torch's, the adapters (B and A's update) within 1e-3 relative (norms and two
+     fixed projections of every tensor);
+  3. a short AdamW run at least halves the loss of the text;
+  4. the merge: `forgia export --dtype f32` (the dense base), `forgia export --adapters`
+     onto it, then `forgia eval` of the merged model equals `eval --adapters` of the base
+     within 1e-3 (mean NLL, relative) and is better than the base.
+
+    python check_ft.py --forgia BIN --model GGUF --golden FILE [--live [--reference-only]] [--threads N]
+
+--live first re-runs the reference (torch, transformers, peft: the venv of make_ref_venv.sh)
+and requires it to equal the committed golden; --reference-only stops there (CI runs forgia's
+side against the golden in slow.ft_smollm2, so the two together are the live comparison)."""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_ft_golden as ref  # noqa: E402
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(args, **kw):
+    r = subprocess.run(args, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"check_ft: {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
+    return r
+
+
+def losses(path):
+    with open(path) as f:
+        return [json.loads(line)["loss"] for line in f if line.strip()]
+
+
+def compare_sketches(got, want, tol, what):
+    """Each component's difference relative to the golden tensor's norm."""
+    worst, at = 0.0, ""
+    for name, w in want.items():
+        g = got.get(name)
+        if g is None:
+            check(False, f"{what}: {name} missing")
+            continue
+        for i in range(3):
+            e = abs(g[i] - w[i]) / max(w[0], 1e-30)
+            if e > worst:
+                worst, at = e, f"{name}[{i}]: {g[i]!r} vs {w[i]!r}"
+    check(worst <= tol, f"{what}: worst relative difference {worst:.2e} (limit {tol:g}) at {at}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--forgia", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--live", action="store_true")
+    ap.add_argument("--reference-only", action="store_true", help="with --live: stop after the reference's check")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    with open(a.golden) as f:
+        g = json.load(f)
+    if a.live:
+        live = ref.reference(a.forgia, a.model, a.threads)
+        check(live["ids"] == g["ids"], "live reference: the same ids as the golden")
+        check(all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(live["loss"], g["loss"])),
+              f"live reference: losses {live['loss']} equal the golden's {g['loss']} within 1e-5")
+        diff = max(abs(live["sketch"][k][i] - g["sketch"][k][i]) / max(g["sketch"][k][0], 1e-30)
+                   for k in g["sketch"] for i in range(3))
+        check(diff <= 1e-4, f"live reference: sketches equal the golden's (worst {diff:.2e} of the norm)")
+        if a.reference_only:
+            sys.exit(f"check_ft: {len(failures)} check(s) failed" if failures else 0)
+    fg = a.forgia
+    with tempfile.TemporaryDirectory() as w:
+        tp = os.path.join(w, "text.txt")
+        with open(tp, "w") as f:
+            f.write(g["text"])
+        ids = [int(x) for x in run([fg, "tokenize", a.model, "--file", tp]).stdout.split()]
+        check(ids == g["ids"], f"forgia tokenize gives the golden's {len(g['ids'])} ids")
+        common = [fg, "finetune", a.model, "--data", tp, "--ctx", "128", "--lora-rank", str(g["rank"]),
+                  "--lora-alpha", str(g["alpha"]), "--seed", str(g["seed"]), "--quiet", "--threads", str(a.threads)]
+        run(common + ["--steps", "0", "--save", os.path.join(w, "init")])
+        run(common + ["--steps", "2", "--optim", "sgd", "--lr", str(g["lr"]), "--mode", "exact", "--save",
+                      os.path.join(w, "sgd"), "--metrics", os.path.join(w, "sgd.jsonl")])
+        got = losses(os.path.join(w, "sgd.jsonl"))
+        for i, (x, y) in enumerate(zip(got, g["loss"])):
+            check(abs(x - y) <= 1e-4 * abs(y), f"SGD step {i + 1}: loss {x:.7f}, torch + peft {y:.7f} (1e-4 relative)")
+        init = ref.read_adapters(os.path.join(w, "init", "adapters.safetensors"))
+        final = ref.read_adapters(os.path.join(w, "sgd", "adapters.safetensors"))
+        mine = {}
+        for k, v in final.items():
+            mine[k] = ref.sketch(v - init[k] if k.endswith("lora_a") else v)
+        compare_sketches(mine, g["sketch"], 1e-3, "adapters after two SGD steps against torch + peft")
+        # 3. AdamW on the text
+        run(common + ["--steps", "12", "--optim", "adamw", "--lr", "0.002", "--save", os.path.join(w, "adamw"),
+                      "--metrics", os.path.join(w, "adamw.jsonl")])
+        l = losses(os.path.join(w, "adamw.jsonl"))
+        check(l[-1] <= 0.5 * l[0], f"AdamW, 12 steps: loss {l[0]:.4f} -> {l[-1]:.4f} (at least halved)")
+        # 4. merge -> eval
+        base32 = os.path.join(w, "base32.gguf")
+        merged = os.path.join(w, "merged.gguf")
+        run([fg, "export", "--from-gguf", a.model, "--dtype", "f32", "--out", base32])
+        run([fg, "export", "--from-gguf", base32, "--adapters", os.path.join(w, "adamw"), "--alpha", str(g["alpha"]),
+             "--out", merged])
+
+        def nll(model, extra=()):
+            out = run([fg, "eval", model, "--file", tp, "--json", *extra]).stdout
+            return json.loads(out)
+
+        b = nll(a.model)
+        ad = nll(a.model, ["--adapters", os.path.join(w, "adamw")])
+        mg = nll(merged)
+        mean = lambda r: sum(r["nll"]) / len(r["nll"])  # noqa: E731
+        check(abs(mean(mg) - mean(ad)) <= 1e-3 * mean(ad),
+              f"eval of the merged model {mean(mg):.6f} = eval --adapters {mean(ad):.6f} (1e-3 relative)")
+        check(mean(mg) < mean(b), f"the merged model {mean(mg):.4f} beats the base {mean(b):.4f} on the text")
+    if failures:
+        sys.exit(f"check_ft: {len(failures)} check(s) failed")
+    print("check_ft: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
