@@ -244,12 +244,12 @@ static fg_status fg_lb_blas(const fg_linear_bwd_call *c, fg_stream *stream, cons
       const size_t nt = fg_lb_min(tt, c->n_tok - t0), cw = c1 - c0;
       for (size_t o0 = 0; o0 < c->n_out; o0 += rows) {
         const size_t on = fg_lb_min(rows, c->n_out - o0);
-        const float *b = (const float *)c->w + o0 * c->n_in + c0;
-        size_t ldb = c->n_in;
-        if (!direct) {
+        const float *b = buf;
+        size_t ldb = cw;
+        if (direct)
+          b = (const float *)c->w + o0 * c->n_in + c0, ldb = c->n_in;
+        else
           ok &= fg_lb_panel(c, isa, o0, on, c0, cw, buf, cw);
-          b = buf, ldb = cw;
-        }
         const float beta = o0 > 0 || c->accumulate ? 1.0f : 0.0f;
         blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)nt, (blasint)cw, (blasint)on, 1.0f,
                     c->dy + t0 * c->n_out + o0, (blasint)c->n_out, b, (blasint)ldb, beta, c->dx + t0 * c->n_in + c0,
