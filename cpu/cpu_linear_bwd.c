@@ -57,11 +57,14 @@ typedef float fg_lin_v8f __attribute__((vector_size(32)));
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FG_LB_X86 1
 /* As in cpu/cpu_linear.c: target("avx2") widens the vectors; -ffp-contract=off still keeps
- * every multiply apart from its add. */
+ * every multiply apart from its add. Five tokens, not the forward's six: GCC keeps 5 x 2
+ * accumulators, the broadcasts and the panel's vectors in the 16 registers, where at six it
+ * spilled three accumulators through the stack every step (1.4x the rate on SmolLM2's
+ * vocabulary projection, Zen 3). */
 #define FG_LIN_SFX avx2
 #define FG_LIN_ATTR __attribute__((target("avx2"), unused))
 #define FG_LIN_VT fg_lin_v8f
-#define FG_LIN_MR 6
+#define FG_LIN_MR 5
 #define FG_LIN_NV 2
 #define FG_LIN_DECODE_HOOK(t, p, nb, out) (fg_lin_x86_usable() && fg_lin_x86_decode(t, p, nb, out))
 #include "cpu/cpu_linear_isa.h"
@@ -90,7 +93,7 @@ static fg_lb_isa fg_lb_pick(void) {
   const char *want = getenv("FORGIA_CPU_LINEAR_KERNEL");
   __builtin_cpu_init();
   if ((!want || !*want || strcmp(want, "avx2") == 0) && __builtin_cpu_supports("avx2"))
-    return (fg_lb_isa){fg_lin_decode_avx2, fg_lin_uk_many_avx2, fg_lin_uk_one_avx2, 6, 16};
+    return (fg_lb_isa){fg_lin_decode_avx2, fg_lin_uk_many_avx2, fg_lin_uk_one_avx2, 5, 16};
 #endif
   return generic;
 }
@@ -241,12 +244,12 @@ static fg_status fg_lb_blas(const fg_linear_bwd_call *c, fg_stream *stream, cons
       const size_t nt = fg_lb_min(tt, c->n_tok - t0), cw = c1 - c0;
       for (size_t o0 = 0; o0 < c->n_out; o0 += rows) {
         const size_t on = fg_lb_min(rows, c->n_out - o0);
-        const float *b = (const float *)c->w + o0 * c->n_in + c0;
-        size_t ldb = c->n_in;
-        if (!direct) {
+        const float *b = buf;
+        size_t ldb = cw;
+        if (direct)
+          b = (const float *)c->w + o0 * c->n_in + c0, ldb = c->n_in;
+        else
           ok &= fg_lb_panel(c, isa, o0, on, c0, cw, buf, cw);
-          b = buf, ldb = cw;
-        }
         const float beta = o0 > 0 || c->accumulate ? 1.0f : 0.0f;
         blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)nt, (blasint)cw, (blasint)on, 1.0f,
                     c->dy + t0 * c->n_out + o0, (blasint)c->n_out, b, (blasint)ldb, beta, c->dx + t0 * c->n_in + c0,

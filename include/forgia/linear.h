@@ -48,7 +48,8 @@ FG_API fg_status fg_linear(fg_device *dev, fg_gemm_mode mode, const float *x, si
  * FG_GEMM_EXACT: acc = +0; for o = 0 .. n_out - 1: acc = acc + dy[t][o] * w_oi, every
  * operation rounded to f32 and never fused; then dx = acc, or dx = dx + acc. The same bits on
  * every device and for any thread count. The fast modes: any order, within rounding. The
- * arguments obey fg_linear's rules (dx must not overlap dy or w). */
+ * arguments obey fg_linear's rules (dx must not overlap dy or w); dx being the output here,
+ * n_tok == 0 or n_in == 0 does nothing and n_out == 0 makes every sum +0. */
 FG_API fg_status fg_linear_backward_x(fg_device *dev, fg_gemm_mode mode, const float *dy, size_t n_tok, size_t n_out,
                                       const void *w, fg_dtype w_type, size_t n_in, float *dx, bool accumulate,
                                       fg_stream *s);
