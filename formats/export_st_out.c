@@ -194,7 +194,7 @@ static fg_status write_bytes(const char *dir, const char *name, const void *b, s
 typedef struct shard_set {
   size_t n;          /* shards */
   size_t *first;     /* n + 1 entries: shard k holds plan tensors [first[k], first[k + 1]) */
-  char (*name)[48];
+  char (*name)[64]; /* "model-NNNNN-of-NNNNN.safetensors", sized for what the compiler cannot see is bounded */
 } shard_set;
 
 /* Greedy in plan order, as fg_st_save_sharded (huggingface_hub's split): a tensor over the

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -192,6 +193,39 @@ TEST(FinetuneCli, JsonlTextsAndUsageErrors) {
   EXPECT_NE(std::string::npos, err.find("--data")) << err;
   EXPECT_EQ(1, fgt::run(cli(base + "--batch 100 --device cpu"), &out, &err));
   EXPECT_NE(std::string::npos, err.find("more than its")) << err;
+}
+
+TEST(EsFinetuneCli, ResumeIsExactAndRewardsAreReported) {
+  TinyFolder f;
+  std::string out, err;
+  const std::string common = "es-finetune " + f.dir + " --data " + f.file("text.txt") +
+                             " --ctx 8 --population 6 --antithetic --sigma 0.05 --batch 2 --shuffle --lora-rank 2 "
+                             "--gemm exact --device cpu --quiet";
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 4 --save " + f.file("one") + " --metrics " + f.file("m.jsonl")), &out,
+                        &err))
+      << err;
+  EXPECT_NE(std::string::npos, out.find("iterations 0..4")) << out;
+  const auto m = fgt::read_file(f.file("m.jsonl"));
+  const std::string ms(m.begin(), m.end());
+  EXPECT_EQ(4, std::count(ms.begin(), ms.end(), '\n')) << ms;
+  EXPECT_NE(std::string::npos, ms.find("\"reward_mean\": -")) << ms;  // minus a mean NLL
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 2 --save " + f.file("two") + " --threads 2"), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 4 --resume " + f.file("two") + " --save " + f.file("two")), &out,
+                        &err))
+      << err;
+  for (const char *n : {"adapters.safetensors", "trainer_state.json"})
+    EXPECT_TRUE(same_file(f.file("one/") + n, f.file("two/") + n)) << n;
+  // The accuracy reward: fractions in [0, 1].
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 1 --reward acc --metrics " + f.file("acc.jsonl")), &out, &err))
+      << err;
+  const auto a = fgt::read_file(f.file("acc.jsonl"));
+  const std::string as(a.begin(), a.end());
+  const double mean = std::strtod(as.c_str() + as.find("reward_mean\": ") + 14, nullptr);
+  EXPECT_GE(mean, 0.0);
+  EXPECT_LE(mean, 1.0);
+  EXPECT_EQ(2, fgt::run(cli(common + " --reward bleu"), &out, &err));
+  EXPECT_EQ(2, fgt::run(cli(common + " --mode full"), &out, &err));
+  EXPECT_EQ(2, fgt::run(cli("es-finetune " + f.dir + " --data x --population 5 --antithetic"), &out, &err));
 }
 
 }  // namespace
