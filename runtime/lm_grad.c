@@ -40,7 +40,20 @@ typedef struct g_ws {
   float *h, *rs1, *q, *q2, *rq, *k, *k2, *rk, *v, *o, *lse, *t, *tn, *rpa, *x1, *h2, *rs2, *g, *u, *a, *t3, *t3n, *rpf;
   /* gradients */
   float *dx, *dh, *dt, *tmp, *dob, *dq, *dq0, *dk, *dk0, *dv, *dkc, *dvc, *da, *dg, *du;
+  /* the internals' allocations: one layer's (recomputed), or every layer's (kept) */
+  bool keep;
+  size_t n_int;
+  struct { float **p; float *base; size_t count; } in[24];
 } g_ws;
+
+/* Points the internals at layer l's set (kept) or at the one set (recomputed). */
+static void g_select(g_ws *w, size_t l) {
+  for (size_t i = 0; i < w->n_int; i++) *w->in[i].p = w->in[i].base + (w->keep ? l : 0) * w->in[i].count;
+}
+
+void fg_lm_grad_set_keep_bytes(fg_lm *lm, size_t bytes) {
+  if (lm) lm->grad_keep_bytes = bytes;
+}
 
 size_t fg_lm_train_batch_targets(const fg_lm_train_batch *b) {
   if (!b || !b->len) return 0;
@@ -76,10 +89,10 @@ static fg_status g_check(const fg_lm *lm, const fg_lm_train_batch *b, size_t *n_
 
 static void g_free(g_ws *w) {
   fg_device *dev = w->lm->dev;
-  float *p[] = {w->xs, w->h, w->rs1, w->q, w->q2, w->rq, w->k, w->k2, w->rk, w->v, w->o, w->lse, w->t, w->tn, w->rpa,
-                w->x1, w->h2, w->rs2, w->g, w->u, w->a, w->t3, w->t3n, w->rpf, w->dx, w->dh, w->dt, w->tmp, w->dob,
-                w->dq, w->dq0, w->dk, w->dk0, w->dv, w->dkc, w->dvc, w->da, w->dg, w->du};
+  float *p[] = {w->xs, w->dx, w->dh, w->dt, w->tmp, w->dob, w->dq, w->dq0, w->dk, w->dk0, w->dv, w->dkc, w->dvc,
+                w->da, w->dg, w->du};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) fg_device_mem_free(dev, p[i]);
+  for (size_t i = 0; i < w->n_int; i++) fg_device_mem_free(dev, w->in[i].base);
   fg_lm_cache_free(w->c);
   free(w->seq_h);
   free(w->pos_h);
@@ -90,14 +103,29 @@ static fg_status g_alloc(g_ws *w) {
   const fg_lm_config *c = &w->lm->cfg;
   const size_t n = w->n, E = c->n_embd, Q = c->n_head * c->head_dim, KV = c->n_kv_head * c->head_dim, F = c->n_ff;
   const size_t H = c->n_head, KH = c->n_kv_head, cache = w->c->per_tensor;
+  struct { float **p; size_t count; } in[] = {
+      {&w->h, n * E}, {&w->rs1, n}, {&w->q, n * Q}, {&w->q2, n * Q}, {&w->rq, n * H}, {&w->k, n * KV},
+      {&w->k2, n * KV}, {&w->rk, n * KH}, {&w->v, n * KV}, {&w->o, n * Q}, {&w->lse, n * H}, {&w->t, n * E},
+      {&w->tn, n * E}, {&w->rpa, n}, {&w->x1, n * E}, {&w->h2, n * E}, {&w->rs2, n}, {&w->g, n * F},
+      {&w->u, n * F}, {&w->a, n * F}, {&w->t3, n * E}, {&w->t3n, n * E}, {&w->rpf, n}};
+  /* Every layer's internals are kept when they fit the model's budget: the backward then
+   * skips the second forward pass. The arithmetic is the same either way. */
+  size_t per_layer = 0;
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) per_layer += in[i].count * sizeof(float);
+  w->keep = per_layer <= w->lm->grad_keep_bytes / (c->n_layer ? c->n_layer : 1);
+  w->n_int = sizeof in / sizeof in[0];
+  const size_t sets = w->keep ? c->n_layer : 1;
+  for (size_t i = 0; i < w->n_int; i++) {
+    w->in[i].p = in[i].p;
+    w->in[i].count = in[i].count;
+    fg_status st = fg_device_mem_alloc(w->lm->dev, (in[i].count ? in[i].count * sets : 1) * sizeof(float),
+                                       (void **)&w->in[i].base);
+    if (st) return st;
+  }
   struct { float **p; size_t count; } want[] = {
-      {&w->xs, (c->n_layer + 1) * n * E}, {&w->h, n * E}, {&w->rs1, n}, {&w->q, n * Q}, {&w->q2, n * Q},
-      {&w->rq, n * H}, {&w->k, n * KV}, {&w->k2, n * KV}, {&w->rk, n * KH}, {&w->v, n * KV}, {&w->o, n * Q},
-      {&w->lse, n * H}, {&w->t, n * E}, {&w->tn, n * E}, {&w->rpa, n}, {&w->x1, n * E}, {&w->h2, n * E},
-      {&w->rs2, n}, {&w->g, n * F}, {&w->u, n * F}, {&w->a, n * F}, {&w->t3, n * E}, {&w->t3n, n * E},
-      {&w->rpf, n}, {&w->dx, n * E}, {&w->dh, n * E}, {&w->dt, n * E}, {&w->tmp, n * E}, {&w->dob, n * Q},
-      {&w->dq, n * Q}, {&w->dq0, n * Q}, {&w->dk, n * KV}, {&w->dk0, n * KV}, {&w->dv, n * KV}, {&w->dkc, cache},
-      {&w->dvc, cache}, {&w->da, n * F}, {&w->dg, n * F}, {&w->du, n * F}};
+      {&w->xs, (c->n_layer + 1) * n * E}, {&w->dx, n * E}, {&w->dh, n * E}, {&w->dt, n * E}, {&w->tmp, n * E},
+      {&w->dob, n * Q}, {&w->dq, n * Q}, {&w->dq0, n * Q}, {&w->dk, n * KV}, {&w->dk0, n * KV}, {&w->dv, n * KV},
+      {&w->dkc, cache}, {&w->dvc, cache}, {&w->da, n * F}, {&w->dg, n * F}, {&w->du, n * F}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     fg_status st = fg_device_mem_alloc(w->lm->dev, (want[i].count ? want[i].count : 1) * sizeof(float),
                                        (void **)want[i].p);
@@ -183,6 +211,7 @@ static fg_status g_rope(g_ws *w, size_t l, float *x, size_t heads, bool inverse)
 /* Layer l from xs[l]: the internals into the scratch; first: also the keys and values into
  * the cache and the output into xs[l + 1]. The query the attention read stays in q (or q2). */
 static fg_status g_layer_fwd(g_ws *w, size_t l, bool first, float **q_used) {
+  g_select(w, l);
   fg_lm *lm = w->lm;
   const fg_lm_config *cf = &lm->cfg;
   const fg_lm_layer *L = &lm->layers[l];
@@ -241,7 +270,13 @@ static fg_status g_layer_bwd(g_ws *w, size_t l) {
   const size_t n = w->n, E = cf->n_embd;
   const float *x = w->xs + l * n * E;
   float *q = NULL;
-  fg_status st = g_layer_fwd(w, l, false, &q);
+  fg_status st = FG_OK;
+  if (w->keep) {
+    g_select(w, l);
+    q = cf->qk_norm ? w->q2 : w->q;
+  } else {
+    st = g_layer_fwd(w, l, false, &q);
+  }
   if (st) return st;
   /* the MLP branch */
   const float *d3 = w->dx;

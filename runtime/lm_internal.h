@@ -64,6 +64,7 @@ struct fg_lm {
   uint8_t *layer_windowed;           /* config.json layer_types (1: sliding), NULL: by sliding_period */
   fg_lm_proj_hook hook;
   void *hook_user;
+  size_t grad_keep_bytes;            /* fg_lm_grad keeps every layer's internals within this */
   void **owned;                      /* device copies the model made (widened biases) */
   size_t n_owned;
   char path[4096];

@@ -65,6 +65,7 @@ fg_status fg_lm_open(const char *path, fg_device *dev, const fg_lm_options *o, f
   strcpy(lm->path, path);
   lm->dev = dev;
   lm->mode = o ? o->mode : FG_GEMM_DEFAULT;
+  lm->grad_keep_bytes = (size_t)1 << 30;
   struct stat sb;
   const bool dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
   fg_status st = dir ? fg_lm_read_config_hf(lm, path) : fg_lm_read_config_gguf(lm, path);

@@ -14,7 +14,9 @@
  * the residual stream's gradient summed in a fixed order. Activations are recomputed: the
  * forward keeps only each layer's input (n_layer + 1 rows of n_embd floats per token) and the
  * keys and values, and the backward re-runs one layer at a time, so memory grows with the
- * batch's tokens, not with tokens x layers x widths. In FG_GEMM_EXACT every kernel is the same
+ * batch's tokens, not with tokens x layers x widths; when every layer's internals fit the
+ * model's budget (fg_lm_grad_set_keep_bytes, default 1 GiB) they are kept instead and the
+ * second forward pass is skipped, with the same bits. In FG_GEMM_EXACT every kernel is the same
  * bits on every device and for any thread count, so the gradients are too. */
 #ifndef FORGIA_LM_GRAD_H
 #define FORGIA_LM_GRAD_H
@@ -53,6 +55,10 @@ typedef struct fg_lm_train_batch {
   const int32_t *ids;
   const uint8_t *predict;
 } fg_lm_train_batch;
+
+/* Device memory fg_lm_grad may spend keeping every layer's internals rather than recomputing
+ * them (0: always recompute). */
+FG_API void fg_lm_grad_set_keep_bytes(fg_lm *lm, size_t bytes);
 
 /* Targets of a batch (what fg_lm_grad's n_pred will be), for the caller's loss scale. */
 FG_API size_t fg_lm_train_batch_targets(const fg_lm_train_batch *b);
