@@ -10,7 +10,10 @@ model. Checks:
   3. a short AdamW run at least halves the loss of the text;
   4. the merge: `forgia export --dtype f32` (the dense base), `forgia export --adapters`
      onto it, then `forgia eval` of the merged model equals `eval --adapters` of the base
-     within 1e-3 (mean NLL, relative) and is better than the base.
+     within 1e-3 (mean NLL, relative) and is better than the base;
+  5. a behaviour taught through chat data (answers in a fixed "ANSWER: ..." format, the loss on
+     the assistant's tokens), merged, quantized to Q4_K_M: `forgia generate` of the quantized
+     model answers a new question in that format, where the base model does not.
 
     python check_ft.py --forgia BIN --model GGUF --golden FILE [--live [--reference-only]] [--threads N]
 
@@ -30,6 +33,10 @@ sys.path.insert(0, HERE)
 import gen_ft_golden as ref  # noqa: E402
 
 failures = []
+CHAT = [("What is the capital of France?", "Paris"), ("How many legs does a spider have?", "Eight"),
+        ("What color is the sky on a clear day?", "Blue"), ("Who wrote Romeo and Juliet?", "William Shakespeare"),
+        ("What is two plus three?", "Five"), ("What is the largest planet?", "Jupiter"),
+        ("What do bees make?", "Honey"), ("What is frozen water called?", "Ice")]
 
 
 def check(ok, what):
@@ -130,6 +137,25 @@ def main():
         check(abs(mean(mg) - mean(ad)) <= 1e-3 * mean(ad),
               f"eval of the merged model {mean(mg):.6f} = eval --adapters {mean(ad):.6f} (1e-3 relative)")
         check(mean(mg) < mean(b), f"the merged model {mean(mg):.4f} beats the base {mean(b):.4f} on the text")
+        # 5. chat data -> merge -> Q4_K_M -> generate
+        chat = os.path.join(w, "chat.jsonl")
+        with open(chat, "w") as f:
+            for q, ans in CHAT:
+                f.write(json.dumps({"messages": [{"role": "user", "content": q},
+                                                 {"role": "assistant", "content": "ANSWER: " + ans + "."}]}) + "\n")
+        run([fg, "finetune", a.model, "--data", chat, "--format", "chat", "--steps", "24", "--batch", "2", "--lr",
+             "2e-3", "--seed", "1", "--save", os.path.join(w, "chat"), "--quiet", "--threads", str(a.threads)])
+        merged2, q4 = os.path.join(w, "merged2.gguf"), os.path.join(w, "q4km.gguf")
+        run([fg, "export", "--from-gguf", base32, "--adapters", os.path.join(w, "chat"), "--alpha", "16", "--out",
+             merged2])
+        run([fg, "export", merged2, q4, "Q4_K_M"])
+        prompt = os.path.join(w, "q.json")
+        with open(prompt, "w") as f:
+            json.dump([{"role": "user", "content": "What is the color of grass?"}], f)
+        gen = lambda model: run([fg, "generate", model, "--chat", prompt, "-n", "8", "--temp", "0"]).stdout  # noqa: E731
+        tuned, base = gen(q4), gen(a.model)
+        check(tuned.startswith("ANSWER: "), f"the merged Q4_K_M model answers in the taught format: {tuned!r}")
+        check(not base.startswith("ANSWER"), f"the base model does not: {base!r}")
     if failures:
         sys.exit(f"check_ft: {len(failures)} check(s) failed")
     print("check_ft: all checks passed")
