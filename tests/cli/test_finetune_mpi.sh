@@ -2,7 +2,7 @@
 # `mpirun -np N forgia finetune` (N = 2 and 3) on a tiny model folder: the ranks share each
 # step's 6 sequences (--batch 3 --accum 2) and sum their gradients in sequence order, so the
 # saved adapters, optimizer state, trainer state and the per-step losses are one process's
-# bytes; only rank 0 prints and writes.
+# bytes; only rank 0 prints and writes. es-finetune's ranks share the population: the same.
 # Usage: test_finetune_mpi.sh FORGIA LM_TINY_WRITE TOKDIR MPIEXEC [NUMPROC_FLAG]
 set -u
 cli=$1
@@ -33,4 +33,17 @@ done
 # A rank count that does not divide the step's sequences is refused.
 "$mpiexec" "$np_flag" 4 "$cli" "${args[@]}" >/dev/null 2>"$dir/err4" && fail "4 ranks over 6 sequences ran"
 grep -q "do not divide" "$dir/err4" || fail "4 ranks: no clear error: $(cat "$dir/err4")"
+# es-finetune: the ranks share each iteration's population (fg_es_step_comm).
+es=(es-finetune "$dir/model" --data "$dir/text.txt" --ctx 8 --batch 2 --population 6 --iterations 3 --lora-rank 2
+  --sigma 0.05 --gemm exact --device cpu --threads 1 --quiet)
+"$cli" "${es[@]}" --save "$dir/es1" >/dev/null || fail "es-finetune, one process: exit status $?"
+for np in 2 3; do
+  "$mpiexec" "$np_flag" "$np" "$cli" "${es[@]}" --save "$dir/es$np.d" >"$dir/es$np.out" ||
+    fail "es-finetune, $np ranks: exit status $?"
+  [ "$(grep -c '^es-finetune: ' "$dir/es$np.out")" -eq 1 ] || fail "es-finetune, $np ranks: expected one summary line"
+  for f in adapters.safetensors trainer_state.json; do
+    cmp -s "$dir/es1/$f" "$dir/es$np.d/$f" || fail "es-finetune, $np ranks: $f differs from one process's"
+  done
+  echo "es-finetune, $np ranks: the bytes of one process"
+done
 echo "PASS: finetune under $mpiexec matches one process"
