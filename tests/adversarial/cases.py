@@ -25,7 +25,7 @@ import struct
 import gen
 
 COMMANDS = {"inspect", "load", "cat", "export", "devices", "demo", "help", "optim", "es", "train", "eval", "generate",
-            "chat"}
+            "chat", "finetune", "es-finetune"}
 REFUSED = (1, 2)  # a bad output path: bad usage or a bad file, the CLI's choice
 MiB = 1 << 20
 
@@ -915,9 +915,10 @@ def runtime_models():
             return v
         return both
 
-    for cmd in ("eval", "generate", "chat"):
+    for cmd in ("eval", "generate", "chat", "finetune", "es-finetune"):
         argv = {"eval": ["eval", "{f}", "--file", "{f}"], "generate": ["generate", "{f}", "--ids", "1 2"],
-                "chat": ["chat", "{f}"]}[cmd]
+                "chat": ["chat", "{f}"], "finetune": ["finetune", "{f}", "--data", "{f}"],
+                "es-finetune": ["es-finetune", "{f}", "--data", "{f}"]}[cmd]
         out.append(case("not-a-model-" + cmd, r, argv, 1, r"{f}", setup=notes, same_message="notes.txt"))
     out.append(case("eval-gguf-of-tensors", r, ["eval", "{in}", "--file", "{t}"], 1,
                     r"general\.architecture|block_count is missing",
@@ -957,6 +958,15 @@ def runtime_models():
             ("generate-bad-n", ["generate", "{in}", "--ids", "1", "-n", "-3"], r"-n"),
             ("generate-template-alone", ["generate", "{in}", "--ids", "1", "--template", "x"], r"--chat"),
             ("chat-bad-ctx", ["chat", "{in}", "--ctx", "3"], r"--ctx"),
+            ("finetune-no-data", ["finetune", "{in}"], r"--data"),
+            ("finetune-bad-targets", ["finetune", "{in}", "--data", "{in}", "--targets", "q,,v"], r"--targets"),
+            ("finetune-bad-format", ["finetune", "{in}", "--data", "{in}", "--format", "csv"], r"csv"),
+            ("finetune-steps-and-epochs", ["finetune", "{in}", "--data", "{in}", "--steps", "1", "--epochs", "1"],
+             r"--epochs"),
+            ("finetune-bad-dropout", ["finetune", "{in}", "--data", "{in}", "--lora-dropout", "nan"], r"--lora-dropout"),
+            ("es-finetune-bad-reward", ["es-finetune", "{in}", "--data", "{in}", "--reward", "bleu"], r"bleu"),
+            ("es-finetune-odd-antithetic", ["es-finetune", "{in}", "--data", "{in}", "--population", "5",
+                                            "--antithetic"], r"even"),
     ):
         out.append(case("usage-" + id, r, argv, 2, msg, setup=small_gguf))
     return out
