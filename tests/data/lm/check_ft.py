@@ -137,6 +137,7 @@ def main():
         check(abs(mean(mg) - mean(ad)) <= 1e-3 * mean(ad),
               f"eval of the merged model {mean(mg):.6f} = eval --adapters {mean(ad):.6f} (1e-3 relative)")
         check(mean(mg) < mean(b), f"the merged model {mean(mg):.4f} beats the base {mean(b):.4f} on the text")
+        os.remove(merged)  # 0.5 GB each: keep the scratch folder's peak small
         # 5. chat data -> merge -> Q4_K_M -> generate
         chat = os.path.join(w, "chat.jsonl")
         with open(chat, "w") as f:
@@ -149,6 +150,7 @@ def main():
         run([fg, "export", "--from-gguf", base32, "--adapters", os.path.join(w, "chat"), "--alpha", "16", "--out",
              merged2])
         run([fg, "export", merged2, q4, "Q4_K_M"])
+        os.remove(merged2)
         prompt = os.path.join(w, "q.json")
         with open(prompt, "w") as f:
             json.dump([{"role": "user", "content": "What is the color of grass?"}], f)
