@@ -28,7 +28,7 @@ int fg_cmd_devices(int argc, char **argv) {
     return 0;
   }
   for (int i = 0; i < n; i++) {
-    char spec_name[16];
+    char spec_name[24]; /* "cuda:" and any int */
     snprintf(spec_name, sizeof spec_name, "cuda:%d", i);
     fg_device *d = NULL;
     fg_device_info info;
