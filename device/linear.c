@@ -32,25 +32,37 @@ static fg_status fg_linear_mode(fg_device *dev, fg_gemm_mode *mode, const char *
   return FG_OK;
 }
 
-fg_status fg_linear(fg_device *dev, fg_gemm_mode mode, const float *x, size_t n_tok, size_t n_in, const void *w,
-                    fg_dtype w_type, size_t n_out, float *y, bool accumulate, fg_stream *s) {
-  const char *what = "fg_linear";
-  fg_status st = fg_linear_mode(dev, &mode, what);
+/* The checks both directions share: the mode, W's dtype and row length, sizes that fit the
+ * address space, the stream's device. *tr and *row_bytes describe W's rows. */
+static fg_status fg_linear_geometry(fg_device *dev, fg_gemm_mode *mode, fg_dtype w_type, size_t n_tok, size_t n_in,
+                                    size_t n_out, const fg_stream *s, const char *what, const fg_dtype_traits **tr,
+                                    size_t *row_bytes) {
+  fg_status st = fg_linear_mode(dev, mode, what);
   if (st) return st;
   if (!fg_linear_decodable(w_type))
     return fg_fail(FG_ERR_TYPE, "%s: w has dtype %s, expected f32, f16, bf16 or a ggml block type with a decoder", what,
                    fg_dtype_valid((int)w_type) ? fg_dtype_name(w_type) : "(invalid)");
-  const fg_dtype_traits *tr = fg_dtype_info(w_type);
-  if (n_in % tr->block_elems)
+  *tr = fg_dtype_info(w_type);
+  if (n_in % (*tr)->block_elems)
     return fg_fail(FG_ERR_BAD_ROW, "%s: n_in %zu is not a whole number of %u-element %s blocks", what, n_in,
-                   tr->block_elems, tr->name);
-  const size_t row_bytes = n_in / tr->block_elems * tr->block_bytes;
+                   (*tr)->block_elems, (*tr)->name);
+  *row_bytes = n_in / (*tr)->block_elems * (*tr)->block_bytes;
   if ((n_in && n_tok > SIZE_MAX / 4 / n_in) || (n_out && n_tok > SIZE_MAX / 4 / n_out) ||
-      (row_bytes && n_out > SIZE_MAX / row_bytes) || n_in > SIZE_MAX / 4)
+      (*row_bytes && n_out > SIZE_MAX / *row_bytes) || n_in > SIZE_MAX / 4)
     return fg_fail(FG_ERR_OVERFLOW, "%s: %zu tokens x %zu inputs x %zu outputs overflow the address space", what, n_tok,
                    n_in, n_out);
   if (s && s->dev != dev)
     return fg_fail(FG_ERR_INVALID_ARG, "%s: the stream belongs to %s, not %s", what, s->dev->spec, dev->spec);
+  return FG_OK;
+}
+
+fg_status fg_linear(fg_device *dev, fg_gemm_mode mode, const float *x, size_t n_tok, size_t n_in, const void *w,
+                    fg_dtype w_type, size_t n_out, float *y, bool accumulate, fg_stream *s) {
+  const char *what = "fg_linear";
+  const fg_dtype_traits *tr = NULL;
+  size_t row_bytes = 0;
+  fg_status st = fg_linear_geometry(dev, &mode, w_type, n_tok, n_in, n_out, s, what, &tr, &row_bytes);
+  if (st) return st;
   if (n_tok == 0 || n_out == 0) return FG_OK;
   if (!x || !w || !y) return fg_fail(FG_ERR_INVALID_ARG, "%s: NULL %s", what, !x ? "x" : !w ? "w" : "y");
   const size_t yb = n_tok * n_out * 4;
@@ -66,22 +78,10 @@ fg_status fg_linear_backward_x(fg_device *dev, fg_gemm_mode mode, const float *d
                                const void *w, fg_dtype w_type, size_t n_in, float *dx, bool accumulate,
                                fg_stream *s) {
   const char *what = "fg_linear_backward_x";
-  fg_status st = fg_linear_mode(dev, &mode, what);
+  const fg_dtype_traits *tr = NULL;
+  size_t row_bytes = 0;
+  fg_status st = fg_linear_geometry(dev, &mode, w_type, n_tok, n_in, n_out, s, what, &tr, &row_bytes);
   if (st) return st;
-  if (!fg_linear_decodable(w_type))
-    return fg_fail(FG_ERR_TYPE, "%s: w has dtype %s, expected f32, f16, bf16 or a ggml block type with a decoder", what,
-                   fg_dtype_valid((int)w_type) ? fg_dtype_name(w_type) : "(invalid)");
-  const fg_dtype_traits *tr = fg_dtype_info(w_type);
-  if (n_in % tr->block_elems)
-    return fg_fail(FG_ERR_BAD_ROW, "%s: n_in %zu is not a whole number of %u-element %s blocks", what, n_in,
-                   tr->block_elems, tr->name);
-  const size_t row_bytes = n_in / tr->block_elems * tr->block_bytes;
-  if ((n_in && n_tok > SIZE_MAX / 4 / n_in) || (n_out && n_tok > SIZE_MAX / 4 / n_out) ||
-      (row_bytes && n_out > SIZE_MAX / row_bytes) || n_in > SIZE_MAX / 4)
-    return fg_fail(FG_ERR_OVERFLOW, "%s: %zu tokens x %zu outputs x %zu inputs overflow the address space", what, n_tok,
-                   n_out, n_in);
-  if (s && s->dev != dev)
-    return fg_fail(FG_ERR_INVALID_ARG, "%s: the stream belongs to %s, not %s", what, s->dev->spec, dev->spec);
   /* dx is the output here: empty when n_tok or n_in is 0; n_out == 0 sums nothing (+0). */
   if (n_tok == 0 || n_in == 0) return FG_OK;
   if (!dx || (n_out && (!dy || !w)))
