@@ -146,19 +146,8 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   char *end = NULL;
   if (lalpha && ((ac.lora.alpha = strtof(lalpha, &end)), end == lalpha || *end || !isfinite(ac.lora.alpha)))
     return fg_cli_usage_error(&spec, "--lora-alpha", "'%s': expected a finite number", lalpha);
-  if (targets) {
-    uint32_t m = 0;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", targets);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-      int hit = -1;
-      for (int t = 0; t < FG_LORA_TARGET_COUNT; t++)
-        if (!strcmp(tok, fg_lora_target_name((fg_lora_target)t))) hit = t;
-      if (hit < 0) return fg_cli_usage_error(&spec, "--targets", "'%s': expected a comma list of q, k, v, o, gate, up, down", targets);
-      m |= 1u << hit;
-    }
-    ac.targets = m;
-  }
+  if (targets && !ft_targets_parse(targets, &ac.targets))
+    return fg_cli_usage_error(&spec, "--targets", "'%s': expected a comma list of q, k, v, o, gate, up, down", targets);
   if (pop && (!fg_cli_parse_u64(pop, 10, &ec.population) || ec.population < 2))
     return fg_cli_usage_error(&spec, "--population", "'%s': expected 2 or more", pop);
   if (sigma && ((ec.sigma = strtof(sigma, &end)), end == sigma || *end || !(ec.sigma > 0.0f) || !isfinite(ec.sigma)))

@@ -80,26 +80,6 @@ static bool parse_f(const char *s, double lo, double hi, float *out) {
   return true;
 }
 
-static bool parse_targets(const char *s, uint32_t *out) {
-  uint32_t m = 0;
-  const char *p = s;
-  while (*p) {
-    const char *e = strchr(p, ',');
-    const size_t n = e ? (size_t)(e - p) : strlen(p);
-    int hit = -1;
-    for (int t = 0; t < FG_LORA_TARGET_COUNT; t++) {
-      const char *name = fg_lora_target_name((fg_lora_target)t);
-      if (strlen(name) == n && !strncmp(p, name, n)) hit = t;
-    }
-    if (hit < 0) return false;
-    m |= 1u << hit;
-    p += n + (e ? 1 : 0);
-    if (e && !*p) return false;
-  }
-  *out = m;
-  return m != 0;
-}
-
 static bool parse_schedule(const char *s, fg_lr_kind *k) {
   if (!strcmp(s, "constant")) *k = FG_LR_CONSTANT;
   else if (!strcmp(s, "cosine")) *k = FG_LR_WARMUP_COSINE;
@@ -156,7 +136,7 @@ int fg_cmd_finetune(int argc, char **argv) {
     return fg_cli_usage_error(&spec, "--lora-alpha", "'%s': expected a finite number", alpha);
   if (dropout && (!parse_f(dropout, 0.0, 1.0, &o.ad.lora.dropout_p) || o.ad.lora.dropout_p >= 1.0f))
     return fg_cli_usage_error(&spec, "--lora-dropout", "'%s': expected 0 <= p < 1", dropout);
-  if (targets && !parse_targets(targets, &o.ad.targets))
+  if (targets && !ft_targets_parse(targets, &o.ad.targets))
     return fg_cli_usage_error(&spec, "--targets", "'%s': expected a comma list of q, k, v, o, gate, up, down", targets);
   if (optim && !parse_optim(optim, &o.optim))
     return fg_cli_usage_error(&spec, "--optim", "'%s' is not sgd, adam, adamw, muon, apollo or apollo-mini", optim);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forgia/lora.h"
 #include "forgia/rng.h"
 #include "util_file.h"
 #include "util_report.h"
@@ -216,4 +217,24 @@ size_t ft_cursor_next(ft_cursor *c) {
     ft_cursor_order(c);
   }
   return e;
+}
+
+bool ft_targets_parse(const char *s, uint32_t *out) {
+  uint32_t m = 0;
+  const char *p = s;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    const size_t n = e ? (size_t)(e - p) : strlen(p);
+    int hit = -1;
+    for (int t = 0; t < FG_LORA_TARGET_COUNT; t++) {
+      const char *name = fg_lora_target_name((fg_lora_target)t);
+      if (strlen(name) == n && !strncmp(p, name, n)) hit = t;
+    }
+    if (hit < 0) return false;
+    m |= 1u << hit;
+    p += n + (e ? 1 : 0);
+    if (e && !*p) return false;
+  }
+  *out = m;
+  return m != 0;
 }

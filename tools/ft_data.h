@@ -25,6 +25,10 @@ typedef struct ft_data {
   size_t tokens, targets;   /* over every example */
 } ft_data;
 
+/* --targets: a comma list of q, k, v, o, gate, up, down as bits (1u << fg_lora_target);
+ * false for an unknown or empty name. */
+bool ft_targets_parse(const char *s, uint32_t *out);
+
 /* "text", "jsonl" or "chat". */
 bool ft_format_parse(const char *name, ft_format *out);
 const char *ft_format_name(ft_format f);
