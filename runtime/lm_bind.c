@@ -153,3 +153,16 @@ fg_status fg_lm_bind(fg_lm *lm) {
   }
   return FG_OK;
 }
+
+/* The name format of weight kind `which` (forgia/lm_weights.h order) in the model's source. */
+const char *fg_lm_weight_fmt(const fg_lm *lm, int which) {
+  const fg_lm_names *nm = lm->source == FG_LM_SRC_GGUF ? &fg_lm_gguf_names : &fg_lm_hf_names;
+  const char *const by_kind[] = {nm->embd,   nm->out_norm, nm->output,         nm->attn_norm, nm->wq,
+                                 nm->wk,     nm->wv,       nm->wo,             nm->bq,        nm->bk,
+                                 nm->bv,     nm->q_norm,   nm->k_norm,         nm->post_attn_norm,
+                                 lm->source == FG_LM_SRC_HF && lm->cfg.post_norms
+                                     ? "model.layers.%zu.pre_feedforward_layernorm.weight"
+                                     : nm->ffn_norm,
+                                 nm->gate,   nm->up,       nm->down,           nm->post_ffn_norm};
+  return which >= 0 && (size_t)which < sizeof by_kind / sizeof by_kind[0] ? by_kind[which] : NULL;
+}

@@ -16,6 +16,7 @@
 
 #include "forgia/attention.h"
 #include "forgia/embed.h"
+#include "forgia/gemm.h"
 #include "forgia/linear.h"
 #include "forgia/lm_grad.h"
 #include "forgia/rmsnorm.h"
@@ -38,8 +39,8 @@ typedef struct g_ws {
   float *xs;          /* (n_layer + 1) x n x n_embd: each layer's input, then the last output */
   /* one layer's recomputed internals */
   float *h, *rs1, *q, *q2, *rq, *k, *k2, *rk, *v, *o, *lse, *t, *tn, *rpa, *x1, *h2, *rs2, *g, *u, *a, *t3, *t3n, *rpf;
-  /* gradients */
-  float *dx, *dh, *dt, *tmp, *dob, *dq, *dq0, *dk, *dk0, *dv, *dkc, *dvc, *da, *dg, *du;
+  /* gradients; dwn: one norm's weight gradient before it is added to the caller's */
+  float *dwn, *dx, *dh, *dt, *tmp, *dob, *dq, *dq0, *dk, *dk0, *dv, *dkc, *dvc, *da, *dg, *du;
   /* the internals' allocations: one layer's (recomputed), or every layer's (kept) */
   bool keep;
   size_t n_int;
@@ -89,7 +90,7 @@ static fg_status g_check(const fg_lm *lm, const fg_lm_train_batch *b, size_t *n_
 
 static void g_free(g_ws *w) {
   fg_device *dev = w->lm->dev;
-  float *p[] = {w->xs, w->dx, w->dh, w->dt, w->tmp, w->dob, w->dq, w->dq0, w->dk, w->dk0, w->dv, w->dkc, w->dvc,
+  float *p[] = {w->xs, w->dwn, w->dx, w->dh, w->dt, w->tmp, w->dob, w->dq, w->dq0, w->dk, w->dk0, w->dv, w->dkc, w->dvc,
                 w->da, w->dg, w->du};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) fg_device_mem_free(dev, p[i]);
   for (size_t i = 0; i < w->n_int; i++) fg_device_mem_free(dev, w->in[i].base);
@@ -123,7 +124,7 @@ static fg_status g_alloc(g_ws *w) {
     if (st) return st;
   }
   struct { float **p; size_t count; } want[] = {
-      {&w->xs, (c->n_layer + 1) * n * E}, {&w->dx, n * E}, {&w->dh, n * E}, {&w->dt, n * E}, {&w->tmp, n * E},
+      {&w->xs, (c->n_layer + 1) * n * E}, {&w->dwn, E > c->head_dim ? E : c->head_dim}, {&w->dx, n * E}, {&w->dh, n * E}, {&w->dt, n * E}, {&w->tmp, n * E},
       {&w->dob, n * Q}, {&w->dq, n * Q}, {&w->dq0, n * Q}, {&w->dk, n * KV}, {&w->dk0, n * KV}, {&w->dv, n * KV},
       {&w->dkc, cache}, {&w->dvc, cache}, {&w->da, n * F}, {&w->dg, n * F}, {&w->du, n * F}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -140,10 +141,39 @@ static fg_status g_norm(g_ws *w, const float *x, size_t rows, const fg_lm_w *nw,
                             y, rstd, w->s);
 }
 
-static fg_status g_norm_back(g_ws *w, const float *x, size_t rows, const fg_lm_w *nw, const float *rstd,
-                             const float *dy, float *dx) {
-  return fg_rmsnorm_backward(w->lm->dev, x, FG_F32, nw->data, nw->dtype, rows, nw->cols, w->lm->cfg.norm_offset, rstd,
-                             dy, dx, NULL, w->s);
+/* The caller's gradient buffer of a weight, NULL when it stays frozen. */
+static float *g_wgrad(const g_ws *w, size_t l, fg_lm_weight which) {
+  return w->hk && w->hk->weight_grad ? w->hk->weight_grad(w->hk->user, l, which) : NULL;
+}
+
+/* acc += d (count floats), one f32 add each. */
+static fg_status g_add(g_ws *w, float *acc, const float *d, size_t count) {
+  fg_op_params p = {.f = {1.0f}};
+  fg_op_args a = {.ptr = {acc, (void *)d}, .dtype = {FG_F32, FG_F32}, .n = count};
+  return fg_op_run(w->lm->dev, FG_OP_AXPY, &p, &a, 1, w->s);
+}
+
+/* dx = the input gradient of norm `which` of layer l; its weight's gradient is added to the
+ * caller's buffer when it has one. */
+static fg_status g_norm_back(g_ws *w, size_t l, fg_lm_weight which, const float *x, size_t rows, const fg_lm_w *nw,
+                             const float *rstd, const float *dy, float *dx) {
+  float *gw = g_wgrad(w, l, which);
+  fg_status st = fg_rmsnorm_backward(w->lm->dev, x, FG_F32, nw->data, nw->dtype, rows, nw->cols,
+                                     w->lm->cfg.norm_offset, rstd, dy, dx, gw ? w->dwn : NULL, w->s);
+  return !st && gw ? g_add(w, gw, w->dwn, nw->cols) : st;
+}
+
+/* The weight's gradient dW += dy^T x (n_out x n_in) and the bias's, the rows of dy summed. */
+static fg_status g_weight_back(g_ws *w, float *gw, float *gb, const float *x, size_t rows, size_t n_in, size_t n_out,
+                               const float *dy) {
+  fg_status st = FG_OK;
+  if (gw)
+    st = fg_gemm(w->lm->dev, w->lm->mode, true, false, n_out, n_in, rows, 1.0f, dy, FG_F32, n_out, x, FG_F32, n_in,
+                 1.0f, gw, n_in, w->s);
+  if (!st && gb)
+    st = fg_gemm(w->lm->dev, w->lm->mode, true, false, n_out, 1, rows, 1.0f, dy, FG_F32, n_out, w->lm->act.ones,
+                 FG_F32, 1, 1.0f, gb, 1, w->s);
+  return st;
 }
 
 static fg_status g_proj(g_ws *w, size_t l, fg_lm_proj which, const float *x, const fg_lm_w *W, const fg_lm_w *b,
@@ -158,6 +188,12 @@ static fg_status g_proj_back(g_ws *w, size_t l, fg_lm_proj which, const float *x
                              float *dx, bool accumulate) {
   fg_status st = fg_linear_backward_x(w->lm->dev, w->lm->mode, dy, w->n, W->rows, W->data, W->dtype, W->cols, dx,
                                       accumulate, w->s);
+  static const fg_lm_weight kind[FG_LM_PROJ_COUNT] = {FG_LM_W_Q, FG_LM_W_K, FG_LM_W_V, FG_LM_W_O, FG_LM_W_GATE,
+                                                      FG_LM_W_UP, FG_LM_W_DOWN};
+  const bool biased = which <= FG_LM_PROJ_V && w->lm->layers[l].bq.data;
+  if (!st)
+    st = g_weight_back(w, g_wgrad(w, l, kind[which]), biased ? g_wgrad(w, l, (fg_lm_weight)(FG_LM_W_Q_BIAS + which)) : NULL,
+                       x, w->n, W->cols, W->rows, dy);
   if (!st && w->hk && w->hk->backward)
     st = w->hk->backward(w->hk->user, l, which, x, w->n, W->cols, W->rows, dy, dx, w->s);
   return st;
@@ -281,7 +317,7 @@ static fg_status g_layer_bwd(g_ws *w, size_t l) {
   /* the MLP branch */
   const float *d3 = w->dx;
   if (cf->post_norms) {
-    if ((st = g_norm_back(w, w->t3, n, &L->post_ffn_norm, w->rpf, w->dx, w->dt))) return st;
+    if ((st = g_norm_back(w, l, FG_LM_W_POST_FFN_NORM, w->t3, n, &L->post_ffn_norm, w->rpf, w->dx, w->dt))) return st;
     d3 = w->dt;
   }
   const fg_op_kind glu = cf->glu == FG_LM_SWIGLU ? FG_OP_SWIGLU_BACKWARD : FG_OP_GEGLU_BACKWARD;
@@ -292,13 +328,13 @@ static fg_status g_layer_bwd(g_ws *w, size_t l) {
       (st = fg_op_run(lm->dev, glu, &gp, &ga, 1, w->s)) ||
       (st = g_proj_back(w, l, FG_LM_PROJ_GATE, w->h2, &L->w_gate, w->dg, w->dh, false)) ||
       (st = g_proj_back(w, l, FG_LM_PROJ_UP, w->h2, &L->w_up, w->du, w->dh, true)) ||
-      (st = g_norm_back(w, w->x1, n, &L->ffn_norm, w->rs2, w->dh, w->tmp)) ||
+      (st = g_norm_back(w, l, FG_LM_W_FFN_NORM, w->x1, n, &L->ffn_norm, w->rs2, w->dh, w->tmp)) ||
       (st = g_residual(w, w->dx, w->dx, w->tmp, n * E)))
     return st;
   /* the attention branch */
   const float *d1 = w->dx;
   if (cf->post_norms) {
-    if ((st = g_norm_back(w, w->t, n, &L->post_attn_norm, w->rpa, w->dx, w->dt))) return st;
+    if ((st = g_norm_back(w, l, FG_LM_W_POST_ATTN_NORM, w->t, n, &L->post_attn_norm, w->rpa, w->dx, w->dt))) return st;
     d1 = w->dt;
   }
   if ((st = g_proj_back(w, l, FG_LM_PROJ_O, w->o, &L->wo, d1, w->dob, false))) return st;
@@ -310,8 +346,8 @@ static fg_status g_layer_bwd(g_ws *w, size_t l) {
     return st;
   const float *dq = w->dq, *dk = w->dk;
   if (cf->qk_norm) {
-    if ((st = g_norm_back(w, w->q, n * cf->n_head, &L->q_norm, w->rq, w->dq, w->dq0)) ||
-        (st = g_norm_back(w, w->k, n * cf->n_kv_head, &L->k_norm, w->rk, w->dk, w->dk0)))
+    if ((st = g_norm_back(w, l, FG_LM_W_Q_NORM, w->q, n * cf->n_head, &L->q_norm, w->rq, w->dq, w->dq0)) ||
+        (st = g_norm_back(w, l, FG_LM_W_K_NORM, w->k, n * cf->n_kv_head, &L->k_norm, w->rk, w->dk, w->dk0)))
       return st;
     dq = w->dq0;
     dk = w->dk0;
@@ -319,7 +355,7 @@ static fg_status g_layer_bwd(g_ws *w, size_t l) {
   if ((st = g_proj_back(w, l, FG_LM_PROJ_Q, w->h, &L->wq, dq, w->dh, false)) ||
       (st = g_proj_back(w, l, FG_LM_PROJ_K, w->h, &L->wk, dk, w->dh, true)) ||
       (st = g_proj_back(w, l, FG_LM_PROJ_V, w->h, &L->wv, w->dv, w->dh, true)) ||
-      (st = g_norm_back(w, x, n, &L->attn_norm, w->rs1, w->dh, w->tmp)))
+      (st = g_norm_back(w, l, FG_LM_W_ATTN_NORM, x, n, &L->attn_norm, w->rs1, w->dh, w->tmp)))
     return st;
   return g_residual(w, w->dx, w->dx, w->tmp, n * E);
 }
@@ -354,6 +390,7 @@ static fg_status g_head(g_ws *w, const fg_lm_train_batch *b, float scale, double
   for (size_t i = 0; i < sizeof want / sizeof want[0] && !st; i++) st = fg_device_mem_alloc(lm->dev, want[i].bytes, want[i].p);
   if (!st) st = fg_device_memset(lm->dev, w->dx, 0, n * E * sizeof(float));
   const float *xl = w->xs + cf->n_layer * n * E;
+  float *gout = g_wgrad(w, 0, cf->tied_output ? FG_LM_W_TOK_EMBD : FG_LM_W_OUTPUT);
   double sum = 0.0;
   for (size_t r0 = 0; r0 < P && !st; r0 += C) {
     const size_t m = P - r0 < C ? P - r0 : C;
@@ -366,7 +403,8 @@ static fg_status g_head(g_ws *w, const fg_lm_train_batch *b, float scale, double
     if (!st) st = fg_device_copy_async(lm->dev, nll_h + r0, nll, m * sizeof(double), FG_COPY_D2H, w->s);
     if (!st) st = fg_softmax_nll_backward(lm->dev, logits, m, V, tg, scale, dlog, w->s);
     if (!st) st = fg_linear_backward_x(lm->dev, lm->mode, dlog, m, V, lm->output.data, lm->output.dtype, E, dhs, false, w->s);
-    if (!st) st = g_norm_back(w, sel, m, &lm->out_norm, rso, dhs, dsel);
+    if (!st) st = g_weight_back(w, gout, NULL, hs, m, E, V, dlog);
+    if (!st) st = g_norm_back(w, 0, FG_LM_W_OUT_NORM, sel, m, &lm->out_norm, rso, dhs, dsel);
     for (size_t i = 0; i < m && !st; i++)
       st = fg_device_copy_async(lm->dev, w->dx + rows[r0 + i] * E, dsel + i * E, E * sizeof(float), FG_COPY_D2D, w->s);
     /* the buffers are reused by the next chunk: wait for this one */
@@ -421,6 +459,8 @@ fg_status fg_lm_grad(fg_lm *lm, const fg_lm_train_batch *b, float loss_scale, co
   for (size_t l = 0; l < cf->n_layer && !st; l++) st = g_layer_fwd(&w, l, true, &q);
   if (!st) st = g_head(&w, b, loss_scale, nll_sum, n_pred);
   for (size_t l = cf->n_layer; l-- > 0 && !st;) st = g_layer_bwd(&w, l);
+  float *gemb = st ? NULL : g_wgrad(&w, 0, FG_LM_W_TOK_EMBD);
+  if (gemb) st = fg_embed_backward(lm->dev, w.dx, a->ids, n, cf->n_vocab, cf->n_embd, cf->embd_scale, gemb, w.s);
   fg_status ss = fg_stream_sync(w.s);
   if (!st) st = ss;
   g_free(&w);

@@ -66,6 +66,8 @@ struct fg_lm {
   void *hook_user;
   size_t grad_keep_bytes;            /* fg_lm_grad keeps every layer's internals within this */
   void **owned;                      /* device copies the model made (widened biases) */
+  void **own_w;                      /* fg_lm_weights_own's copies, NULL until then */
+  size_t n_own_w;
   size_t n_owned;
   char path[4096];
 };
@@ -82,6 +84,8 @@ struct fg_lm_cache {
 fg_status fg_lm_read_config_gguf(fg_lm *lm, const char *path);
 fg_status fg_lm_read_config_hf(fg_lm *lm, const char *dir);
 fg_status fg_lm_bind(fg_lm *lm);
+/* The name format (one %zu: the layer) of weight kind `which` of forgia/lm_weights.h. */
+const char *fg_lm_weight_fmt(const fg_lm *lm, int which);
 /* (Re)builds the RoPE tables for n positions. */
 fg_status fg_lm_rope_tables(fg_lm *lm, size_t n);
 /* Grows the activation buffers to cap tokens and logits rows. */

@@ -46,6 +46,8 @@ void fg_lm_free(fg_lm *lm) {
   fg_device_mem_free(lm->dev, lm->rope_global);
   for (size_t i = 0; i < lm->n_owned; i++) fg_device_mem_free(lm->dev, lm->owned[i]);
   free(lm->owned);
+  for (size_t i = 0; i < lm->n_own_w; i++) fg_device_mem_free(lm->dev, lm->own_w[i]);
+  free(lm->own_w);
   free(lm->rope_factors);
   free(lm->layer_windowed);
   free(lm->layers);

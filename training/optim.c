@@ -257,6 +257,7 @@ size_t fg_optim_count(const fg_optim *o) { return o ? o->n : 0; }
 const char *fg_optim_name_at(const fg_optim *o, size_t i) { return o && i < o->n ? o->slots[i].name : NULL; }
 uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i) { return o && i < o->n ? o->slots[i].step : 0; }
 float fg_optim_lr(const fg_optim *o) { return o ? o->c.lr : 0.0f; }
+fg_optim_kind fg_optim_kind_of(const fg_optim *o) { return o ? o->c.kind : FG_OPTIM_SGD; }
 
 fg_status fg_optim_set_lr(fg_optim *o, float lr) {
   if (!o) return fg_fail(FG_ERR_INVALID_ARG, "fg_optim_set_lr: NULL optimizer");

@@ -79,7 +79,9 @@
 #include "forgia/es.h"
 #include "forgia/lm.h"
 #include "forgia/lm_adapters.h"
+#include "forgia/lm_full.h"
 #include "forgia/lm_grad.h"
+#include "forgia/lm_weights.h"
 #include "forgia/sample.h"
 
 #endif

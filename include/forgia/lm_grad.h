@@ -1,12 +1,14 @@
 /* Gradients of a language model of forgia/lm.h: one forward and one backward pass over a batch
  * of training sequences, the next-token cross-entropy as the loss.
  *
- * The base model stays frozen, in whatever dtype its file holds (quantized included): what
- * trains is whatever the caller hangs on the projections through two hooks. The forward hook
+ * What trains is whatever the caller hangs on the projections through two hooks, the model's
+ * own weights through a third (fg_lm_weight_grad_fn: full fine-tuning, forgia/lm_full.h); the
+ * base may be in any dtype its file holds (quantized included) when only the hooks train. The forward hook
  * (fg_lm_proj_hook) adds a projection's extra output, as at inference; the gradient hook gets
  * the projection's input x and output gradient dy, adds its share of the input gradient into dx
- * and keeps its own parameters' gradients. LoRA (forgia/lm_adapters.h) is one such pair; a full
- * fine-tuning of dense projections another (dW = dy^T x from the same two arguments).
+ * and keeps its own parameters' gradients. LoRA (forgia/lm_adapters.h) is one such pair. A
+ * weight's gradient is dW += dy^T x for a projection (one fg_gemm, in the model's mode), the
+ * row sum of dy for a bias, RMSNorm's dw for a norm, fg_embed_backward for the embedding.
  *
  * The backward pass is the forward's blocks in reverse: the output projection and final norm,
  * then per layer the gated MLP (fg_linear_backward_x, the SwiGLU/GeGLU backward ops, RMSNorm's
@@ -26,6 +28,7 @@
 
 #include "forgia/api.h"
 #include "forgia/lm.h"
+#include "forgia/lm_weights.h"
 #include "forgia/status.h"
 
 #ifdef __cplusplus
@@ -39,9 +42,17 @@ extern "C" {
 typedef fg_status (*fg_lm_proj_grad_hook)(void *user, size_t layer, fg_lm_proj which, const float *x, size_t n_tok,
                                           size_t n_in, size_t n_out, const float *dy, float *dx, fg_stream *s);
 
+/* Where the gradient of the model's own weight `which` of `layer` (forgia/lm_weights.h) goes:
+ * an f32 buffer on the model's device, rows x cols as fg_lm_weight_find gives them, that the
+ * pass adds its gradient to; NULL leaves that weight frozen. With an output tied to the
+ * embedding, the output projection's gradient is added to FG_LM_W_TOK_EMBD's buffer (after
+ * nothing else; the embedding's own gradient is added last). */
+typedef float *(*fg_lm_weight_grad_fn)(void *user, size_t layer, fg_lm_weight which);
+
 typedef struct fg_lm_grad_hooks {
   fg_lm_proj_hook forward;          /* NULL: none */
   fg_lm_proj_grad_hook backward;    /* NULL: none */
+  fg_lm_weight_grad_fn weight_grad; /* NULL: every weight frozen */
   void *user;
 } fg_lm_grad_hooks;
 

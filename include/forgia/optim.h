@@ -210,6 +210,8 @@ FG_API const char *fg_optim_name_at(const fg_optim *o, size_t i); /* NULL past t
 FG_API uint64_t fg_optim_step_count_at(const fg_optim *o, size_t i); /* steps taken by parameter i */
 
 /* The learning rate used by the next step (schedules set it per step). */
+/* The kind o was created with (FG_OPTIM_SGD for NULL). */
+FG_API fg_optim_kind fg_optim_kind_of(const fg_optim *o);
 FG_API float fg_optim_lr(const fg_optim *o);
 FG_API fg_status fg_optim_set_lr(fg_optim *o, float lr);
 /* A schedule's factor (forgia/lr_schedule.h): lr = f32(base * factor), base = the lr the

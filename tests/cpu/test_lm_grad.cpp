@@ -266,6 +266,74 @@ TEST_P(LmGrad, ExactModeIgnoresTheThreadCountAndRecomputation) {
   fg_lm_adapters_free(ad);
 }
 
+// Every weight of the model trained (forgia/lm_full.h): each kind's gradient against central
+// finite differences of the loss, on two coordinates of every parameter; the gradient is added
+// to what the buffers hold; every check passes before a quantized model is touched.
+TEST_P(LmGrad, WeightGradientsMatchFiniteDifferences) {
+  Dev dev;
+  Lm g(path, dev.d);
+  ASSERT_TRUE(g.lm);
+  fg_lm_full *f = nullptr;
+  ASSERT_EQ(FG_OK, fg_lm_full_create(g.lm, 0, &f)) << fg_last_error();
+  fg_tensor *const *ps = nullptr;
+  const fg_lm_weight *kinds = nullptr;
+  const size_t n = fg_lm_full_params(f, &ps, &kinds);
+  const fg_lm_config *cf = fg_lm_get_config(g.lm);
+  // model-wide: embedding, final norm, (untied) output; per layer: norms, 7 projections, options
+  size_t want = 2 + !cf->tied_output + cf->n_layer * (2 + 7 + (cf->qk_norm ? 2 : 0) + (cf->post_norms ? 2 : 0) +
+                                                       (cf->attn_bias ? 3 : 0));
+  EXPECT_EQ(want, n);
+  Batch bt(m.s.V);
+  double sum = 0;
+  size_t np = 0;
+  ASSERT_EQ(FG_OK, fg_lm_full_grad(f, &bt.b, 1.0f, &sum, &np)) << fg_last_error();
+  std::vector<std::vector<float>> an;
+  for (size_t i = 0; i < n; i++) an.emplace_back(ps[i]->grad, ps[i]->grad + ps[i]->numel);
+  // A second pass adds the same gradient again.
+  ASSERT_EQ(FG_OK, fg_lm_full_grad(f, &bt.b, 1.0f, &sum, &np)) << fg_last_error();
+  // (exactly twice where one product makes a weight's gradient; the embedding's rows sum
+  // several, a repeated token's and the tied head's, so twice within rounding there)
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < ps[i]->numel; k++) {
+      if (kinds[i] == FG_LM_W_TOK_EMBD)
+        ASSERT_NEAR(2.0f * an[i][k], ps[i]->grad[k], 1e-5 + 1e-5 * std::fabs(an[i][k])) << ps[i]->name << " " << k;
+      else
+        ASSERT_EQ(2.0f * an[i][k], ps[i]->grad[k]) << ps[i]->name << " " << k;
+    }
+  size_t checked = 0, significant = 0;
+  double worst = 0;
+  std::string at;
+  for (size_t i = 0; i < n; i++) {
+    ASSERT_EQ(FG_F32, ps[i]->dtype);
+    float *p = (float *)ps[i]->data;
+    // the embedding's rows of tokens in the batch; elsewhere two spread coordinates
+    std::vector<size_t> ks = {(size_t)ps[i]->numel / 3, (size_t)ps[i]->numel - 1};
+    if (kinds[i] == FG_LM_W_TOK_EMBD) ks = {(size_t)bt.ids[3] * cf->n_embd + 5, (size_t)bt.ids[8] * cf->n_embd + 1};
+    for (size_t k : ks) {
+      const float keep = p[k], eps = 1e-2f;
+      double lo = 0, hi = 0;
+      p[k] = keep + eps;
+      ASSERT_EQ(FG_OK, fg_lm_grad(g.lm, &bt.b, 1.0f, nullptr, &hi, &np));
+      p[k] = keep - eps;
+      ASSERT_EQ(FG_OK, fg_lm_grad(g.lm, &bt.b, 1.0f, nullptr, &lo, &np));
+      p[k] = keep;
+      const double fd = (hi - lo) / (2.0 * (double)eps), got = an[i][k];
+      const double err = std::fabs(got - fd) / (1e-3 + 3e-2 * std::fabs(fd));
+      significant += std::fabs(fd) > 1e-2;
+      if (err > worst) {
+        worst = err;
+        at = std::string(ps[i]->name) + " (" + fg_lm_weight_kind_name(kinds[i]) + ") element " + std::to_string(k) +
+             ": analytic " + std::to_string(got) + ", finite difference " + std::to_string(fd);
+      }
+      checked++;
+    }
+  }
+  EXPECT_EQ(2 * n, checked);
+  EXPECT_GE(significant, checked / 3) << "too few coordinates with a gradient well above the noise";
+  EXPECT_LE(worst, 1.0) << at;
+  fg_lm_full_free(f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, LmGrad, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<ArchCase> &i) { return std::string(i.param.name); });
 
@@ -323,6 +391,70 @@ TEST(LmAdapters, SaveLoadAndAttach) {
   c.lora.rank = 1000;
   EXPECT_NE(FG_OK, fg_lm_adapters_create(g.lm, &c, &b));
   EXPECT_NE(nullptr, strstr(fg_last_error(), "layer 0")) << fg_last_error();
+}
+
+TEST(LmFull, QuantizedWeightsAreRefusedAndNothingChanges) {
+  TinySpec s;
+  s.wtype = FG_Q8_0;
+  s.E = 64, s.F = 64, s.HD = 16;
+  TinyModel m = fgt::tiny_make(s);
+  TempDir td;
+  const std::string path = td.file("q.gguf");
+  ASSERT_EQ(FG_OK, fgt::tiny_write_gguf(m, path)) << fg_last_error();
+  Dev dev;
+  Lm g(path, dev.d);
+  ASSERT_TRUE(g.lm);
+  fg_lm_weight_info before = {}, after = {};
+  ASSERT_TRUE(fg_lm_weight_find(g.lm, 0, FG_LM_W_ATTN_NORM, &before));
+  fg_lm_full *f = nullptr;
+  EXPECT_EQ(FG_ERR_QUANTIZED_BASE, fg_lm_full_create(g.lm, 0, &f));
+  EXPECT_NE(nullptr, strstr(fg_last_error(), "token_embd.weight")) << fg_last_error();
+  EXPECT_NE(nullptr, strstr(fg_last_error(), "q8_0")) << fg_last_error();
+  EXPECT_EQ(nullptr, f);
+  ASSERT_TRUE(fg_lm_weight_find(g.lm, 0, FG_LM_W_ATTN_NORM, &after));
+  EXPECT_EQ(before.data, after.data);  // not copied: the refusal came first
+  EXPECT_STREQ("blk.0.attn_norm.weight", after.name);
+  EXPECT_FALSE(fg_lm_weight_find(g.lm, 0, FG_LM_W_OUTPUT, &after));   // tied
+  EXPECT_FALSE(fg_lm_weight_find(g.lm, 0, FG_LM_W_Q_NORM, &after));   // llama has none
+  EXPECT_FALSE(fg_lm_weight_find(g.lm, 2, FG_LM_W_Q, &after));        // past the last layer
+  EXPECT_FALSE(fg_lm_weight_find(g.lm, 0, FG_LM_W_COUNT, &after));
+}
+
+// Frozen kinds get no tensor; written weights are what the next pass computes with.
+TEST(LmFull, FrozenKindsAndWrittenWeights) {
+  TinySpec s;
+  TinyModel m = fgt::tiny_make(s);
+  TempDir td;
+  const std::string path = td.file("m.gguf");
+  ASSERT_EQ(FG_OK, fgt::tiny_write_gguf(m, path)) << fg_last_error();
+  Dev dev;
+  Lm g(path, dev.d);
+  ASSERT_TRUE(g.lm);
+  fg_lm_full *f = nullptr;
+  EXPECT_EQ(FG_ERR_INVALID_ARG, fg_lm_full_create(g.lm, 0xffffffffu, &f));
+  ASSERT_EQ(FG_OK, fg_lm_full_create(g.lm, FG_LM_FULL_FREEZE(FG_LM_W_TOK_EMBD) | FG_LM_FULL_FREEZE(FG_LM_W_ATTN_NORM), &f))
+      << fg_last_error();
+  fg_tensor *const *ps = nullptr;
+  const fg_lm_weight *kinds = nullptr;
+  const size_t n = fg_lm_full_params(f, &ps, &kinds);
+  EXPECT_EQ(1 + 2 * 8u, n);  // output_norm, and per layer ffn_norm + 7 projections
+  for (size_t i = 0; i < n; i++) EXPECT_TRUE(kinds[i] != FG_LM_W_TOK_EMBD && kinds[i] != FG_LM_W_ATTN_NORM);
+  const int32_t ids[4] = {1, 2, 3, 4};
+  std::vector<double> a(4), b(4);
+  ASSERT_EQ(FG_OK, fg_lm_nll(g.lm, ids, 4, 0, a.data()));
+  EXPECT_STREQ("output_norm.weight", ps[0]->name);
+  EXPECT_STREQ("blk.0.attn_q.weight", ps[1]->name);
+  EXPECT_STREQ("blk.0.ffn_norm.weight", ps[5]->name);
+  float *w = (float *)ps[5]->data;
+  for (size_t k = 0; k < ps[5]->numel; k++) w[k] *= 1.5f;
+  ASSERT_EQ(FG_OK, fg_lm_nll(g.lm, ids, 4, 0, b.data()));
+  EXPECT_NE(a[2], b[2]);
+  // the file the model came from is unchanged: a second model reads the old values
+  Lm g2(path, dev.d);
+  std::vector<double> c(4);
+  ASSERT_EQ(FG_OK, fg_lm_nll(g2.lm, ids, 4, 0, c.data()));
+  EXPECT_EQ(0, memcmp(a.data(), c.data(), 4 * sizeof(double)));
+  fg_lm_full_free(f);
 }
 
 TEST(LmGradErrors, BadBatchesAreRefused) {
