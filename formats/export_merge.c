@@ -88,16 +88,16 @@ const char *fg_export_merge_base(const fg_export_merge *m, size_t i, uint32_t *r
 
 const char *fg_export_merge_path(const fg_export_merge *m) { return m ? m->path : NULL; }
 
-/* A directory means its adapters.safetensors. */
-static fg_status resolve_path(const char *given, char **out) {
+/* A directory means its adapters.safetensors (model.safetensors in weights mode). */
+static fg_status resolve_path(const char *given, bool weights, char **out) {
   struct stat sb;
   if (stat(given, &sb) != 0) return fg_fail(FG_ERR_IO, "%s: %s", given, strerror(errno));
+  const char *leaf = weights ? FG_CKPT_DIR_MODEL_FILE : FG_CKPT_DIR_ADAPTERS_FILE;
   size_t n = strlen(given) + sizeof FG_CKPT_DIR_ADAPTERS_FILE + 2;
   char *p = malloc(n);
   if (!p) return fg_fail(FG_ERR_NOMEM, "export merge: out of memory");
   if (S_ISDIR(sb.st_mode))
-    snprintf(p, n, "%s%s%s", given, given[0] && given[strlen(given) - 1] == '/' ? "" : "/",
-             FG_CKPT_DIR_ADAPTERS_FILE);
+    snprintf(p, n, "%s%s%s", given, given[0] && given[strlen(given) - 1] == '/' ? "" : "/", leaf);
   else
     snprintf(p, n, "%s", given);
   *out = p;
@@ -179,8 +179,53 @@ static fg_status check_item(fg_export_merge *m, const fg_st_tensor *a, uint64_t 
   return FG_OK;
 }
 
+/* Weights mode: tensor t replaces the model's tensor of the same name. */
+static fg_status check_weight(fg_export_merge *m, const fg_st_tensor *t) {
+  const char *path = m->path, *model = fg_ckpt_path(m->src);
+  uint64_t layer;
+  int target;
+  char half;
+  if (parse_name(t, &layer, &target, &half))
+    return fg_fail(FG_ERR_INVALID_ARG, "%s: '%s' is a LoRA adapter tensor; adapters merge with --adapters and --alpha",
+                   path, t->name);
+  const fg_ckpt_tensor *w = fg_ckpt_find(m->src, t->name);
+  if (!w) return fg_fail(FG_ERR_NOT_FOUND, "%s: weight '%s' is not a tensor of %s", path, t->name, model);
+  if (t->dtype != FG_F32 && t->dtype != FG_F16 && t->dtype != FG_BF16)
+    return fg_fail(FG_ERR_TYPE, "%s: weight '%s' is %s, expected f32, f16 or bf16", path, t->name,
+                   fg_dtype_name(t->dtype));
+  if (fg_dtype_info(w->dtype)->is_quant)
+    return fg_fail(FG_ERR_QUANTIZED_BASE, "%s: '%s' is %s there; trained weights replace f32, f16 or bf16 tensors "
+                   "(export the trained model, then quantize it in a second run)", model, t->name,
+                   fg_dtype_name(w->dtype));
+  if (w->dtype != FG_F32 && w->dtype != FG_F16 && w->dtype != FG_BF16)
+    return fg_fail(FG_ERR_TYPE, "%s: '%s' is %s, expected f32, f16 or bf16", model, t->name, fg_dtype_name(w->dtype));
+  bool same = (int)t->ndim == (int)w->ndim;
+  for (int d = 0; same && d < w->ndim; d++) same = t->shape[d] == w->shape[d];
+  if (!same) {
+    char a[96] = "", b[96] = "";
+    for (int d = 0, o = 0; d < (int)t->ndim && o < 80; d++)
+      o += snprintf(a + o, sizeof a - (size_t)o, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+    for (int d = 0, o = 0; d < w->ndim && o < 80; d++)
+      o += snprintf(b + o, sizeof b - (size_t)o, "%s%" PRIu64, d ? ", " : "", w->shape[d]);
+    return fg_fail(FG_ERR_BAD_SHAPE, "%s: weight '%s' has shape [%s], the model's [%s]", path, t->name, a, b);
+  }
+  const size_t idx = (size_t)(w - fg_ckpt_tensor_at(m->src, 0));
+  merge_item *it = &m->items[m->nitems++];
+  *it = (merge_item){.base = idx, .a = t};
+  m->item_of[idx] = (long)(it - m->items);
+  return FG_OK;
+}
+
 static fg_status scan(fg_export_merge *m) {
   const size_t n = fg_st_count(m->st);
+  if (m->opt.weights) {
+    for (size_t i = 0; i < n; i++) {
+      fg_status st = check_weight(m, fg_st_tensor_at(m->st, i));
+      if (st) return st;
+    }
+    if (m->nitems == 0) return fg_fail(FG_ERR_NOT_FOUND, "%s: no weights to put in place (an empty file)", m->path);
+    return FG_OK;
+  }
   for (size_t i = 0; i < n; i++) {
     const fg_st_tensor *t = fg_st_tensor_at(m->st, i);
     uint64_t layer;
@@ -210,7 +255,7 @@ fg_status fg_export_merge_create(const fg_ckpt *src, const fg_export_merge_optio
   if (!fg_ckpt_gguf(src))
     return fg_fail(FG_ERR_UNSUPPORTED, "%s: adapters merge into a GGUF model; this is %s", fg_ckpt_path(src),
                    fg_ckpt_format_name(fg_ckpt_format_of(src)));
-  if (!isfinite(o->alpha)) return fg_fail(FG_ERR_NONFINITE, "export merge: alpha %g is not finite", (double)o->alpha);
+  if (!o->weights && !isfinite(o->alpha)) return fg_fail(FG_ERR_NONFINITE, "export merge: alpha %g is not finite", (double)o->alpha);
   fg_export_merge *m = calloc(1, sizeof *m);
   if (!m) return fg_fail(FG_ERR_NOMEM, "export merge: out of memory");
   m->src = src;
@@ -219,7 +264,7 @@ fg_status fg_export_merge_create(const fg_ckpt *src, const fg_export_merge_optio
   if (!m->opt.chunk_bytes) m->opt.chunk_bytes = (uint64_t)64 << 20;
   const size_t nt = fg_ckpt_count(src);
   fg_export_options vo = {0};
-  fg_status st = resolve_path(o->adapters, &m->path);
+  fg_status st = resolve_path(o->adapters, o->weights, &m->path);
   if (!st) st = fg_st_open(m->path, FG_MAP_MMAP, &m->st);
   if (!st) {
     const size_t na = fg_st_count(m->st);

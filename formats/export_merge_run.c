@@ -10,6 +10,7 @@
 
 #include "formats/export_merge_internal.h"
 #include "forgia/gguf.h"
+#include "forgia/elem/op_table.h"
 #include "forgia/mapping.h"
 
 static const char *const split_keys[] = {"split.no", "split.count", "split.tensors.count"};
@@ -93,6 +94,30 @@ static fg_status merge_tensor(cursor *c, const fg_ckpt_tensor *s, const merge_it
   return FG_OK;
 }
 
+/* A trained weight in place of the model's: read a chunk at a time, rounded to the model's
+ * dtype when the file holds another. */
+static fg_status replace_tensor(cursor *c, const fg_ckpt_tensor *s, const merge_item *it) {
+  const fg_export_merge *m = c->m;
+  const fg_mapping *amap = fg_st_mapping(m->st);
+  const uint64_t data0 = fg_st_data_start(m->st), n = s->nbytes / fg_dtype_info(s->dtype)->block_bytes;
+  const uint64_t in_sz = fg_dtype_info(it->a->dtype)->block_bytes, out_sz = fg_dtype_info(s->dtype)->block_bytes;
+  const uint64_t per = PIECE / 4;
+  fg_status st = grow((void **)&c->buf, &c->cap, per * 4);
+  if (!st) st = grow((void **)&c->a, &c->acap, per * 4);
+  for (uint64_t e0 = 0; !st && e0 < n; e0 += per) {
+    const uint64_t k = n - e0 < per ? n - e0 : per;
+    st = read_at(amap, c->buf, data0 + it->a->begin + e0 * in_sz, k * in_sz, it->a->name);
+    if (st) return fg_fail_prefix(st, "%s: ", m->path);
+    const void *outp = c->buf;
+    if (it->a->dtype != s->dtype) {
+      for (uint64_t i = 0; i < k; i++) fg_op_store(c->a, s->dtype, i, fg_op_load(c->buf, it->a->dtype, i));
+      outp = c->a;
+    }
+    if (!(st = fg_gguf_writer_write_data(c->w, outp, k * out_sz))) st = report(c, k * out_sz);
+  }
+  return st;
+}
+
 /* Sources rewritten in place while read may have handed out mixed bytes: not committed. */
 static fg_status sources_unchanged(const fg_export_merge *m) {
   fg_status st = FG_OK;
@@ -122,7 +147,8 @@ fg_status fg_export_merge_run(const fg_export_merge *m, const char *out_path, fg
   for (size_t i = 0; !st && i < n; i++) {
     c.prog.tensor = &m->t[i];
     const fg_ckpt_tensor *s = fg_ckpt_tensor_at(m->src, i);
-    st = m->item_of[i] >= 0 ? merge_tensor(&c, s, &m->items[m->item_of[i]]) : copy_tensor(&c, s);
+    const merge_item *it = m->item_of[i] >= 0 ? &m->items[m->item_of[i]] : NULL;
+    st = !it ? copy_tensor(&c, s) : it->b ? merge_tensor(&c, s, it) : replace_tensor(&c, s, it);
     c.prog.tensors_done = i + 1;
     if (!st) st = report(&c, 0);
   }

@@ -34,7 +34,8 @@ static void usage(FILE *f) {
           "                     [--chunk-mib N] [--pure] [--allow-requantize] [--leave-output-tensor]\n"
           "                     [--output-tensor-type TYPE] [--token-embedding-type TYPE]\n"
           "                     [--tensor-type PATTERN=TYPE]... [--tensor-type-file FILE] [--imatrix FILE]\n"
-          "                     [--keep-split] [--shard-size SIZE]\n\n"
+          "                     [--keep-split] [--shard-size SIZE]\n"
+          "       forgia export --from-gguf IN --out OUT.gguf (--adapters D --alpha F | --weights D)\n\n"
           "OUT's name chooses the format: *.gguf writes GGUF; *.safetensors one safetensors file; a\n"
           "folder (absent or empty) with --shard-size SIZE (bytes, 500MB, 2GB, 1GiB) a sharded one:\n"
           "model-0000i-of-0000N.safetensors, model.safetensors.index.json (transformers' layout) and\n"
@@ -88,6 +89,10 @@ static void usage(FILE *f) {
           "                   blk.<i>.attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down.weight\n"
           "                   of an f32/f16/bf16 GGUF (scale alpha/rank); --alpha is required; not with\n"
           "                   --dtype/--experts-dtype (merge, then quantize in a second run)\n"
+          "  --weights DIR_OR_FILE\n"
+          "                   put trained weights (a safetensors file, or a checkpoint folder with\n"
+          "                   model.safetensors: finetune --full) in place of the model's tensors of the\n"
+          "                   same names and shapes, rounded to their dtypes; same limits as --adapters\n"
           "Metadata is copied byte-verbatim (split.* keys dropped); a --dtype sets general.file_type.\n"
           "safetensors config.json values become safetensors.config.* keys.\n");
   fg_ptqtp_cli_usage(f);
@@ -313,21 +318,25 @@ static int choose_format(const fg_cli_spec *spec, char **out, const char *shard,
   return FG_CLI_GO;
 }
 
-/* --adapters/--alpha: the merge mode (forgia/export_merge.h), its own run over the source. */
+/* --adapters/--alpha: the merge mode (forgia/export_merge.h), its own run over the source;
+ * weights (--weights) the same run putting trained weights in place. */
 static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char *from_st, const char *out,
                       const char *dtype, const char *experts, const char *adapters, const char *alpha,
-                      const fg_export_options *opt, bool dry) {
+                      const fg_export_options *opt, bool dry, bool weights) {
+  const char *flag = weights ? "--weights" : "--adapters";
+  if (weights && alpha) return fg_cli_usage_error(spec, "--alpha", "goes with --adapters, not --weights");
   if (!adapters) return fg_cli_usage_error(spec, "--alpha", "only with --adapters");
-  if (!alpha)
+  if (!alpha && !weights)
     return fg_cli_usage_error(spec, "--alpha", "required with --adapters (the file stores A and B, not alpha)");
   if (dtype || experts)
     return fg_cli_usage_error(spec, dtype ? "--dtype" : "--experts-dtype",
-                              "not with --adapters (merge into the base dtype, then quantize in a second run)");
-  if (from_st) return fg_cli_usage_error(spec, "--adapters", "merges into a GGUF model (--from-gguf)");
+                              "not with %s (write the model's dtypes, then quantize in a second run)", flag);
+  if (from_st) return fg_cli_usage_error(spec, flag, "writes into a GGUF model (--from-gguf)");
+  if (out && !ends_with(out, ".gguf")) return fg_cli_usage_error(spec, flag, "writes GGUF; OUT must end in .gguf");
   char *end;
   errno = 0;
-  const float a = strtof(alpha, &end);
-  if (*end || end == alpha || errno || !isfinite(a))
+  const float a = weights ? 1.0f : strtof(alpha, &end);
+  if (!weights && (*end || end == alpha || errno || !isfinite(a)))
     return fg_cli_usage_error(spec, "--alpha", "'%s': expected a finite number", alpha);
   fg_cli_signals_catch();
   fg_ckpt *src = NULL;
@@ -335,7 +344,8 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   fg_status st;
   const int open_rc = fg_cli_export_open(from_gguf, FG_CKPT_GGUF, NULL, out, &src);
   if (open_rc) return open_rc;
-  const fg_export_merge_options mo = {.adapters = adapters, .alpha = a, .chunk_bytes = opt->chunk_bytes};
+  const fg_export_merge_options mo = {.adapters = adapters, .alpha = a, .chunk_bytes = opt->chunk_bytes,
+                                      .weights = weights};
   int rc = 0;
   if ((st = fg_export_merge_create(src, &mo, &m))) {
     fg_cli_report("export", adapters);
@@ -345,9 +355,10 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
   for (size_t i = 0; i < fg_export_merge_count(m); i++) {
     uint32_t r;
     const char *base = fg_export_merge_base(m, i, &r);
-    printf("merge ");
+    printf(weights ? "replace " : "merge ");
     fg_cli_puts_escaped(stdout, base, 0);
-    printf(" (rank %" PRIu32 ", scale %g)\n", r, (double)(a / (float)r));
+    if (weights) printf("\n");
+    else printf(" (rank %" PRIu32 ", scale %g)\n", r, (double)(a / (float)r));
   }
   if (!dry) {
     run_ctx ctx = {.last_done = 0};
@@ -363,9 +374,10 @@ static int merge_mode(const fg_cli_spec *spec, const char *from_gguf, const char
       rc = 1;
     } else {
       char rss[32];
-      printf("merged %zu LoRA adapters from ", fg_export_merge_count(m));
+      printf(weights ? "put %zu trained weights from " : "merged %zu LoRA adapters from ", fg_export_merge_count(m));
       fg_cli_puts_escaped(stdout, fg_export_merge_path(m), 0);
-      printf(" (alpha %g) into ", (double)a);
+      if (weights) printf(" into ");
+      else printf(" (alpha %g) into ", (double)a);
       fg_cli_puts_escaped(stdout, out, 0);
       printf("; peak RSS %s\n", fg_cli_human_bytes(fg_cli_peak_rss(), rss, sizeof rss));
     }
@@ -437,7 +449,7 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
   }
   if ((adapters || alpha) && opt.format != FG_EXPORT_FORMAT_GGUF)
     return fg_cli_usage_error(&spec, "--adapters", "merges into a GGUF model; OUT must end in .gguf");
-  if (adapters || alpha) return merge_mode(&spec, from_gguf, from_st, out, dtype, experts, adapters, alpha, &opt, dry);
+  if (adapters || alpha) return merge_mode(&spec, from_gguf, from_st, out, dtype, experts, adapters, alpha, &opt, dry, false);
   fg_cli_signals_catch();
   rc = 0;
 
@@ -514,7 +526,7 @@ static int export_main(const fg_cli_spec *specp, const fg_tensor_types_cli *tt, 
 int fg_cmd_export(int argc, char **argv) {
   const char *from_gguf = NULL, *from_st = NULL, *out = NULL, *dtype = NULL, *experts = NULL;
   const char *chunk = NULL, *adapters = NULL, *alpha = NULL, *out_type = NULL, *embd_type = NULL, *imatrix = NULL;
-  const char *threads = NULL, *shard = NULL;
+  const char *threads = NULL, *shard = NULL, *weights = NULL;
   bool dry = false, pure = false, requant = false, leave_output = false, keep_split = false, llama_type = false;
   const fg_cli_opt opts[] = {{"--from-gguf", &from_gguf, NULL}, {"--from-safetensors", &from_st, NULL},
                              {"--out", &out, NULL},             {"--dtype", &dtype, NULL},
@@ -524,7 +536,8 @@ int fg_cmd_export(int argc, char **argv) {
                              {"--allow-requantize", NULL, &requant}, {"--leave-output-tensor", NULL, &leave_output},
                              {"--output-tensor-type", &out_type, NULL}, {"--token-embedding-type", &embd_type, NULL},
                              {"--imatrix", &imatrix, NULL},     {"--keep-split", NULL, &keep_split},
-                             {"--threads", &threads, NULL},     {"--shard-size", &shard, NULL}};
+                             {"--threads", &threads, NULL},     {"--shard-size", &shard, NULL},
+                             {"--weights", &weights, NULL}};
   static const char *const pos_names[4] = {"IN", "OUT", "TYPE", "NTHREADS"};
   const char *pos[4] = {NULL, NULL, NULL, NULL};
   const fg_cli_spec spec = {"export", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, pos, 4, 4, 0};
@@ -556,8 +569,14 @@ int fg_cmd_export(int argc, char **argv) {
   char *out_copy = out ? strdup(out) : NULL; /* choose_format drops trailing slashes */
   if (out && !out_copy) {
     rc = fg_cli_usage_error(&spec, "--out", "out of memory");
-  } else if (imatrix && (adapters || alpha)) {
-    rc = fg_cli_usage_error(&spec, "--imatrix", "not with --adapters");
+  } else if (imatrix && (adapters || alpha || weights)) {
+    rc = fg_cli_usage_error(&spec, "--imatrix", "not with --adapters or --weights");
+  } else if (weights && adapters) {
+    rc = fg_cli_usage_error(&spec, "--weights", "not with --adapters (merge the adapters in a run of their own)");
+  } else if (weights) {
+    const fg_export_options wo = {0};
+    if (!out) rc = fg_cli_usage_error(&spec, "--out", "missing: the output path");
+    else rc = merge_mode(&spec, from_gguf, from_st, out, dtype, experts, weights, alpha, &wo, dry, true);
   } else if (imatrix && fg_imatrix_open(imatrix, &im)) {
     fg_cli_report("export", imatrix);
     rc = 1;

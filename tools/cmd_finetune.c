@@ -1,4 +1,5 @@
-/* forgia finetune: LoRA adapters trained on a frozen language model (GGUF or HF folder). */
+/* forgia finetune: LoRA adapters trained on a frozen language model (GGUF or HF folder), or
+ * every weight of a dense one (--full). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,11 +19,11 @@
 #include "util_report.h"
 #include "util_signal.h"
 
-const char fg_cmd_finetune_summary[] = "train LoRA adapters on a frozen language model (text, JSONL or chat data)";
+const char fg_cmd_finetune_summary[] = "train LoRA adapters on a language model, or all its weights (text, JSONL or chat data)";
 
 static const char synopsis[] =
     "forgia finetune MODEL --data F [--format text|jsonl|chat] [--template NAME] [--lora-rank R] [--lora-alpha A] "
-    "[--lora-dropout P] [--targets LIST] [--optim sgd|adam|adamw|muon|apollo|apollo-mini] [--lr X] "
+    "[--lora-dropout P] [--targets LIST] [--full [--freeze LIST]] [--weight-decay X] [--optim sgd|adam|adamw|muon|apollo|apollo-mini] [--lr X] "
     "[--schedule constant|cosine|linear] [--warmup N] [--clip X] [--steps N | --epochs E] [--batch B] [--ctx N] "
     "[--accum K] [--seed S] [--shuffle] [--save DIR] [--save-every K] [--force] [--resume DIR] [--eval-file F] "
     "[--eval-every K] [--metrics M.jsonl] [--quiet] [--device D] [--mode exact|fast] [--threads N]";
@@ -43,6 +44,13 @@ static void usage(FILE *f) {
           "                             is on the assistants' tokens only\n"
           "  --lora-rank R     adapter rank (default 8); --lora-alpha A (default 16); --lora-dropout P (0)\n"
           "  --targets LIST    projections with adapters, from q,k,v,o,gate,up,down (default all)\n"
+          "  --full            train every weight instead (an f32, f16 or bf16 model: `forgia export\n"
+          "                    --dtype f32` makes one of a quantized file); 16-bit weights step through\n"
+          "                    f32 masters the optimizer keeps. --freeze LIST leaves out weight kinds\n"
+          "                    (token_embd, output, output_norm, attn_norm, attn_q, attn_k, attn_v,\n"
+          "                    attn_output, attn_q.bias, ..., ffn_gate, ffn_up, ffn_down, or norms)\n"
+          "  --weight-decay X  the optimizer's decay (adamw default 0.01); with --full, SGD, Adam and\n"
+          "                    AdamW keep norms and biases in a second param group without decay\n"
           "  --optim O         default adamw; --lr X (default 1e-4); --clip X: gradient-norm clipping\n"
           "  --schedule S      constant (default), cosine or linear decay to 0, after --warmup N steps\n"
           "  --steps N         optimizer steps (default 100); or --epochs E: E passes over the data\n"
@@ -51,7 +59,8 @@ static void usage(FILE *f) {
           "  --seed S          adapters, dropout and data order (default 42); --shuffle: a new order\n"
           "                    each epoch (default: the file's order)\n"
           "  --save DIR        a checkpoint directory at the end: adapters.safetensors (layers.<i>.\n"
-          "                    <target>.lora_a/lora_b), optimizer.fucina, trainer_state.json (seed, LoRA\n"
+          "                    <target>.lora_a/lora_b) or, with --full, model.safetensors (the\n"
+          "                    weights under the model file's names), optimizer.fucina, trainer_state.json (seed, LoRA\n"
           "                    shape, data cursor); --steps 0 writes the initial adapters. A committed\n"
           "                    checkpoint is replaced only with --force or when --resume names DIR\n"
           "  --save-every K    also every K steps (needs --save)\n"
@@ -67,7 +76,8 @@ static void usage(FILE *f) {
           "Under mpirun (-np N, N dividing --batch x --accum) the ranks share each step's sequences\n"
           "and sum their gradients in sequence order: the bytes of one process; rank 0 writes.\n"
           "The adapters serve through `forgia eval|generate|chat MODEL --adapters DIR`, or merged by\n"
-          "`forgia export --from-gguf MODEL --adapters DIR --alpha A --out MERGED.gguf`. SIGINT or\n"
+          "`forgia export --from-gguf MODEL --adapters DIR --alpha A --out MERGED.gguf`; --full\n"
+          "weights by `forgia export --from-gguf MODEL --weights DIR --out TRAINED.gguf`. SIGINT or\n"
           "SIGTERM stops after the step in progress, which --save still saves (exit 130 or 143).\n",
           synopsis);
 }
@@ -88,6 +98,35 @@ static bool parse_schedule(const char *s, fg_lr_kind *k) {
   return true;
 }
 
+/* --freeze: weight kind names (fg_lm_weight_kind_name) and "norms", comma separated. */
+static bool parse_freeze(const char *list, uint32_t *out) {
+  uint32_t bits = 0;
+  const char *p = list;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    const size_t n = e ? (size_t)(e - p) : strlen(p);
+    bool ok = false;
+    if (n == 5 && !strncmp(p, "norms", 5)) {
+      const fg_lm_weight norms[] = {FG_LM_W_OUT_NORM, FG_LM_W_ATTN_NORM, FG_LM_W_Q_NORM, FG_LM_W_K_NORM,
+                                    FG_LM_W_POST_ATTN_NORM, FG_LM_W_FFN_NORM, FG_LM_W_POST_FFN_NORM};
+      for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) bits |= FG_LM_FULL_FREEZE(norms[i]);
+      ok = true;
+    }
+    for (int k = 0; k < FG_LM_W_COUNT && !ok; k++) {
+      const char *name = fg_lm_weight_kind_name((fg_lm_weight)k);
+      if (strlen(name) == n && !strncmp(p, name, n)) {
+        bits |= FG_LM_FULL_FREEZE(k);
+        ok = true;
+      }
+    }
+    if (!ok) return false;
+    p += n;
+    if (*p == ',' && !*++p) return false;
+  }
+  *out = bits;
+  return bits != 0;
+}
+
 static bool parse_optim(const char *name, fg_optim_kind *out) {
   for (int k = FG_OPTIM_SGD; k <= FG_OPTIM_APOLLO_MINI; k++) {
     const char *n = fg_optim_kind_name((fg_optim_kind)k);
@@ -104,8 +143,8 @@ int fg_cmd_finetune(int argc, char **argv) {
              *targets = NULL, *optim = NULL, *lr = NULL, *schedule = NULL, *warmup = NULL, *clip = NULL, *steps = NULL,
              *epochs = NULL, *batch = NULL, *ctx = NULL, *accum = NULL, *seed = NULL, *save = NULL, *every = NULL,
              *resume = NULL, *eval_file = NULL, *eval_every = NULL, *metrics = NULL, *device = NULL, *mode = NULL,
-             *threads = NULL;
-  bool shuffle = false, force = false, quiet = false;
+             *threads = NULL, *freeze = NULL, *wd = NULL;
+  bool shuffle = false, force = false, quiet = false, full = false;
   const fg_cli_opt opts[] = {
       {"--data", &data, NULL},         {"--format", &format, NULL},       {"--template", &tmpl, NULL},
       {"--lora-rank", &rank, NULL},    {"--lora-alpha", &alpha, NULL},    {"--lora-dropout", &dropout, NULL},
@@ -116,14 +155,16 @@ int fg_cmd_finetune(int argc, char **argv) {
       {"--shuffle", NULL, &shuffle},   {"--save", &save, NULL},           {"--save-every", &every, NULL},
       {"--force", NULL, &force},       {"--resume", &resume, NULL},       {"--eval-file", &eval_file, NULL},
       {"--eval-every", &eval_every, NULL}, {"--metrics", &metrics, NULL}, {"--quiet", NULL, &quiet},
-      {"--device", &device, NULL},     {"--mode", &mode, NULL},           {"--threads", &threads, NULL}};
+      {"--device", &device, NULL},     {"--mode", &mode, NULL},           {"--threads", &threads, NULL},
+      {"--full", NULL, &full},         {"--freeze", &freeze, NULL},       {"--weight-decay", &wd, NULL}};
   static const char *const pos_names[] = {"MODEL"};
   const fg_cli_spec spec = {"finetune", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
   if (rc != FG_CLI_GO) return rc;
   const char *cmd = "finetune";
   ft_opts o = {.ad = {.targets = FG_LM_ADAPTERS_ALL, .lora = {.rank = 8, .alpha = 16.0f, .dropout_p = 0.0f}, .seed = 42},
-               .optim = FG_OPTIM_ADAMW, .lr = 1e-4f, .steps = 100, .batch = 1, .accum = 1, .quiet = quiet};
+               .optim = FG_OPTIM_ADAMW, .lr = 1e-4f, .steps = 100, .batch = 1, .accum = 1, .quiet = quiet,
+               .full = full, .weight_decay = -1.0f, .shuffle = shuffle};
   ft_format fmt = FT_TEXT;
   uint64_t n_ctx = 512, v = 0, n_epochs = 0;
   if (!data) return fg_cli_usage_error(&spec, "--data", "missing: the training data");
@@ -138,6 +179,14 @@ int fg_cmd_finetune(int argc, char **argv) {
     return fg_cli_usage_error(&spec, "--lora-dropout", "'%s': expected 0 <= p < 1", dropout);
   if (targets && !ft_targets_parse(targets, &o.ad.targets))
     return fg_cli_usage_error(&spec, "--targets", "'%s': expected a comma list of q, k, v, o, gate, up, down", targets);
+  if (full && (rank || alpha || dropout || targets))
+    return fg_cli_usage_error(&spec, "--full", "trains the weights themselves: not with --lora-* or --targets");
+  if (freeze && !full) return fg_cli_usage_error(&spec, "--freeze", "goes with --full");
+  if (freeze && !parse_freeze(freeze, &o.frozen))
+    return fg_cli_usage_error(&spec, "--freeze", "'%s': expected a comma list of weight kinds (token_embd, output, "
+                              "attn_q, ffn_down, norms, ...)", freeze);
+  if (wd && (!parse_f(wd, 0.0, 1e6, &o.weight_decay)))
+    return fg_cli_usage_error(&spec, "--weight-decay", "'%s': expected a number >= 0", wd);
   if (optim && !parse_optim(optim, &o.optim))
     return fg_cli_usage_error(&spec, "--optim", "'%s' is not sgd, adam, adamw, muon, apollo or apollo-mini", optim);
   if (lr && (!parse_f(lr, 0.0, 1e6, &o.lr) || !(o.lr > 0.0f)))
@@ -184,6 +233,9 @@ int fg_cmd_finetune(int argc, char **argv) {
     if (ts->lora_alpha.set) o.ad.lora.alpha = (float)ts->lora_alpha.v;
     if (ts->lora_dropout_p.set) o.ad.lora.dropout_p = (float)ts->lora_dropout_p.v;
     if (ts->accum_steps.set && ts->accum_steps.v) o.accum = ts->accum_steps.v;
+    /* a checkpoint of every weight resumes as --full */
+    if ((fg_ckpt_dir_weights_present(d) & FG_CKPT_DIR_MODEL) && !(fg_ckpt_dir_weights_present(d) & FG_CKPT_DIR_ADAPTERS))
+      o.full = true;
     o.data_seed = ts->data_seed.set ? ts->data_seed.v : ts->seed;
     fg_ckpt_dir_close(d);
   } else {

@@ -15,6 +15,8 @@
 
 #include "core/clock.h"
 #include "forgia/ckpt_dir.h"
+#include "forgia/optimset.h"
+#include "forgia/state_dict.h"
 #include "forgia/comm.h"
 #include "forgia/rng.h"
 #include "forgia/trainer_state.h"
@@ -30,8 +32,12 @@ typedef struct run {
   fg_lm *lm;
   const ft_data *data;
   const ft_opts *o;
-  fg_lm_adapters *ad;
-  fg_optim *opt;
+  fg_lm_adapters *ad;      /* LoRA, or */
+  fg_lm_full *full;        /* every weight (--full) */
+  fg_tensor **ps;          /* what trains, in gradient order */
+  size_t nps;
+  fg_optim *opt, *opt_vec; /* the matrices' optimizer; the vectors' (param groups), or NULL */
+  fg_optimset *set;
   ft_cursor cur;
   fg_comm *comm;
   int rank, size;
@@ -87,25 +93,67 @@ fg_status ft_ckpt_save(const fg_lm_adapters *ad, const char *dir, const void *op
   return st;
 }
 
+/* The trained weights (--full) as model.safetensors, under the model file's names and in
+ * their dtypes. */
+static fg_status full_save(const run *r, const char *dir, const void *ob, size_t olen, const fg_trainer_state *ts) {
+  fg_state_dict_entry *e = calloc(r->nps, sizeof *e);
+  void **bufs = calloc(r->nps, sizeof *bufs);
+  fg_status st = (!e || !bufs) ? fg_fail(FG_ERR_NOMEM, "out of memory") : FG_OK;
+  for (size_t i = 0; i < r->nps && !st; i++) {
+    const fg_tensor *t = r->ps[i];
+    bufs[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+    if (!bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
+    if (!st) st = fg_tensor_download(t, bufs[i], (size_t)t->nbytes, NULL);
+    e[i] = (fg_state_dict_entry){t->name, t->dtype, t->ndim, t->shape, bufs[i], t->nbytes};
+  }
+  if (!st) st = fg_ckpt_dir_save(dir, FG_CKPT_DIR_MODEL, e, r->nps, ob, olen, ts);
+  for (size_t i = 0; bufs && i < r->nps; i++) free(bufs[i]);
+  free(bufs);
+  free(e);
+  return st;
+}
+
+/* The weights of a --full checkpoint back into the model. */
+static fg_status full_load(const run *r, const fg_ckpt_dir *d) {
+  fg_state_dict_dest *dst = calloc(r->nps, sizeof *dst);
+  void **bufs = calloc(r->nps, sizeof *bufs);
+  fg_status st = (!dst || !bufs) ? fg_fail(FG_ERR_NOMEM, "out of memory") : FG_OK;
+  for (size_t i = 0; i < r->nps && !st; i++) {
+    const fg_tensor *t = r->ps[i];
+    bufs[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+    if (!bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
+    dst[i] = (fg_state_dict_dest){t->name, t->dtype, t->ndim, t->shape, bufs[i], t->nbytes};
+  }
+  if (!st) st = fg_ckpt_dir_load_weights(d, FG_CKPT_DIR_MODEL, dst, r->nps, NULL, NULL);
+  /* every tensor read before any is written: a bad file leaves the model as it was */
+  for (size_t i = 0; i < r->nps && !st; i++) st = fg_tensor_upload(r->ps[i], bufs[i], (size_t)r->ps[i]->nbytes, NULL);
+  for (size_t i = 0; bufs && i < r->nps; i++) free(bufs[i]);
+  free(bufs);
+  free(dst);
+  return st;
+}
+
 static fg_status save(const run *r, const char *dir, uint64_t step) {
   const ft_opts *o = r->o;
   uint8_t *ob = NULL;
   size_t olen = 0;
-  fg_status st = fg_optim_save_state(r->opt, &ob, &olen);
+  fg_status st = r->opt_vec ? fg_optimset_save_state(r->set, &ob, &olen) : fg_optim_save_state(r->opt, &ob, &olen);
   if (!st) {
     fg_trainer_state ts;
     fg_trainer_state_init(&ts);
     ts.step = step * o->accum;
     ts.seed = o->ad.seed;
-    FG_TRAINER_STATE_SET(ts, lora_rank, o->ad.lora.rank);
-    FG_TRAINER_STATE_SET(ts, lora_alpha, o->ad.lora.alpha);
-    FG_TRAINER_STATE_SET(ts, lora_dropout_p, o->ad.lora.dropout_p);
+    if (!o->full) {
+      FG_TRAINER_STATE_SET(ts, lora_rank, o->ad.lora.rank);
+      FG_TRAINER_STATE_SET(ts, lora_alpha, o->ad.lora.alpha);
+      FG_TRAINER_STATE_SET(ts, lora_dropout_p, o->ad.lora.dropout_p);
+    }
     FG_TRAINER_STATE_SET(ts, learning_rate, o->lr);
     FG_TRAINER_STATE_SET(ts, accum_steps, o->accum);
     FG_TRAINER_STATE_SET(ts, data_seed, r->cur.seed);
     FG_TRAINER_STATE_SET(ts, data_epoch, r->cur.epoch);
     FG_TRAINER_STATE_SET(ts, data_index, r->cur.index);
-    st = ft_ckpt_save(r->ad, dir, ob, olen, &ts);
+    st = o->full ? full_save(r, dir, ob, olen, &ts) : ft_ckpt_save(r->ad, dir, ob, olen, &ts);
   }
   free(ob);
   return st;
@@ -119,11 +167,14 @@ static fg_status resume(run *r, uint64_t *step) {
   const fg_trainer_state *ts = fg_ckpt_dir_trainer_state(d);
   const uint8_t *ob = NULL;
   size_t olen = 0;
-  if (!(fg_ckpt_dir_weights_present(d) & FG_CKPT_DIR_ADAPTERS))
-    st = fg_fail(FG_ERR_NOT_FOUND, "no %s (not a fine-tuning checkpoint)", FG_CKPT_DIR_ADAPTERS_FILE);
-  if (!st) st = fg_lm_adapters_load(r->ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
+  const unsigned want = r->o->full ? FG_CKPT_DIR_MODEL : FG_CKPT_DIR_ADAPTERS;
+  if (!(fg_ckpt_dir_weights_present(d) & want))
+    st = fg_fail(FG_ERR_NOT_FOUND, "no %s (not a %s fine-tuning checkpoint)",
+                 r->o->full ? FG_CKPT_DIR_MODEL_FILE : FG_CKPT_DIR_ADAPTERS_FILE, r->o->full ? "--full" : "LoRA");
+  if (!st) st = r->o->full ? full_load(r, d) : fg_lm_adapters_load(r->ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
   if (!st) st = fg_ckpt_dir_optimizer(d, &ob, &olen);
-  if (!st) st = fg_optim_load_state(r->opt, ob, olen);
+  /* the optimizer after the weights: its f32 masters of 16-bit weights win */
+  if (!st) st = r->opt_vec ? fg_optimset_load_state(r->set, ob, olen) : fg_optim_load_state(r->opt, ob, olen);
   if (!st && (ts->data_epoch.set && ts->data_index.set)) {
     if (ts->data_index.v >= r->cur.n) {
       st = fg_fail(FG_ERR_RANGE, "data_index %llu is past the %zu sequences of the data", (unsigned long long)ts->data_index.v,
@@ -143,9 +194,10 @@ static fg_status resume(run *r, uint64_t *step) {
 static fg_optim_config optim_config(const ft_opts *o) {
   fg_optim_config c = fg_optim_defaults(o->optim);
   c.lr = o->lr;
+  if (o->weight_decay >= 0.0f) c.weight_decay = o->weight_decay;
   if (o->optim == FG_OPTIM_APOLLO || o->optim == FG_OPTIM_APOLLO_MINI) {
     c.seed = o->ad.seed;
-    if (c.rank > o->ad.lora.rank) c.rank = o->ad.lora.rank; /* no larger than an adapter's smaller side */
+    if (!o->full && c.rank > o->ad.lora.rank) c.rank = o->ad.lora.rank; /* no larger than an adapter's smaller side */
   }
   if (o->optim == FG_OPTIM_MUON) c.fallback.lr = o->lr;
   return c;
@@ -157,7 +209,7 @@ static fg_status eval_loss(run *r, double *out) {
   double sum = 0.0;
   size_t count = 0;
   fg_status st = FG_OK;
-  fg_lm_adapters_attach(r->ad, true);
+  if (r->ad) fg_lm_adapters_attach(r->ad, true);
   for (size_t i = 0; i < e->n && !st; i++) {
     double *nll = malloc(e->ex[i].n * sizeof *nll);
     if (!nll) st = fg_fail(FG_ERR_NOMEM, "out of memory");
@@ -166,26 +218,23 @@ static fg_status eval_loss(run *r, double *out) {
     count += e->ex[i].n - 1;
     free(nll);
   }
-  fg_lm_adapters_attach(r->ad, false);
+  if (r->ad) fg_lm_adapters_attach(r->ad, false);
   *out = count ? sum / (double)count : NAN;
   return st;
 }
 
-/* The adapters' gradients to or from one buffer of n_params floats (A then B, slot order). */
+/* The trainables' gradients to or from one buffer of n_params floats (r->ps order). */
 static fg_status grads_copy(run *r, float *buf, bool out) {
-  const fg_lora_slot *slots = NULL;
-  const size_t n = fg_lm_adapters_slots(r->ad, &slots);
   fg_device *dev = fg_lm_device(r->lm);
   size_t off = 0;
   fg_status st = FG_OK;
-  for (size_t i = 0; i < n && !st; i++)
-    for (int k = 0; k < 2 && !st; k++) {
-      const fg_tensor *t = k ? slots[i].lora->b : slots[i].lora->a;
-      const size_t bytes = (size_t)t->numel * sizeof(float);
-      st = out ? fg_device_copy(dev, buf + off, t->grad, bytes, FG_COPY_D2H)
-               : fg_device_copy(dev, t->grad, buf + off, bytes, FG_COPY_H2D);
-      off += (size_t)t->numel;
-    }
+  for (size_t i = 0; i < r->nps && !st; i++) {
+    const fg_tensor *t = r->ps[i];
+    const size_t bytes = (size_t)t->numel * sizeof(float);
+    st = out ? fg_device_copy(dev, buf + off, t->grad, bytes, FG_COPY_D2H)
+             : fg_device_copy(dev, t->grad, buf + off, bytes, FG_COPY_H2D);
+    off += (size_t)t->numel;
+  }
   return st;
 }
 
@@ -244,16 +293,26 @@ static fg_status step_once(run *r, uint64_t step, double *loss, size_t *tokens) 
     const fg_lm_train_batch tb = {.n_seq = 1, .len = &len, .ids = e->ids, .predict = e->predict};
     const uint64_t dseed = fg_rng_at(o->ad.seed ^ FT_KEY_DROPOUT, step * G + g);
     size_t np = 0;
-    st = fg_optim_zero_grad(r->opt, NULL);
+    st = r->opt_vec ? fg_optimset_zero_grad(r->set, NULL) : fg_optim_zero_grad(r->opt, NULL);
     r->gnll[g] = 0.0;
+    const float scale = (float)(1.0 / ((double)targets * (double)K));
     /* a sequence without targets adds nothing (its micro-batch has some) */
     if (!st && fg_lm_train_batch_targets(&tb))
-      st = fg_lm_adapters_grad(r->ad, &tb, (float)(1.0 / ((double)targets * (double)K)),
-                               o->ad.lora.dropout_p > 0.0f ? &dseed : NULL, &r->gnll[g], &np);
-    if (!st) st = grads_copy(r, r->parts + (g - first) * r->n_params, true);
+      st = r->full ? fg_lm_full_grad(r->full, &tb, scale, &r->gnll[g], &np)
+                   : fg_lm_adapters_grad(r->ad, &tb, scale, o->ad.lora.dropout_p > 0.0f ? &dseed : NULL, &r->gnll[g],
+                                         &np);
+    if (st) break;
+    /* One process keeps a running sum, the parts all-reduce's left fold from the first part on,
+     * so memory holds one gradient rather than one per group, with the same bits. */
+    if (r->size == 1 && g > first) {
+      st = grads_copy(r, r->parts, true);
+      for (size_t i = 0; !st && i < r->n_params; i++) r->sum[i] = r->sum[i] + r->parts[i];
+    } else {
+      st = grads_copy(r, r->size == 1 ? r->sum : r->parts + (g - first) * r->n_params, true);
+    }
   }
   if (r->size > 1) st = agree(r, st);
-  if (!st) st = fg_comm_allreduce_parts_f32(r->comm, r->parts, (size_t)count, r->n_params, r->sum);
+  if (!st && r->size > 1) st = fg_comm_allreduce_parts_f32(r->comm, r->parts, (size_t)count, r->n_params, r->sum);
   if (!st) st = grads_copy(r, r->sum, false);
   if (!st && r->size > 1) {
     /* every group's NLL (f64 bits, moved as two f32 words each) to every rank */
@@ -278,9 +337,18 @@ static fg_status step_once(run *r, uint64_t step, double *loss, size_t *tokens) 
     *loss += nll / (double)targets / (double)K;
   }
   float norm = 0.0f;
-  if (!st && o->clip > 0.0f) st = fg_optim_clip_grad_norm(r->opt, o->clip, &norm, NULL);
-  if (!st) st = fg_optim_apply_lr_factor(r->opt, fg_lr_factor(&o->schedule, step));
-  if (!st) st = fg_optim_step(r->opt, NULL);
+  /* one optimizer: its own calls, so its checkpoint is the single frame Fucina's finetune
+   * writes; param groups: the set's (one global norm for clipping) */
+  const double f = fg_lr_factor(&o->schedule, step);
+  if (r->opt_vec) {
+    if (!st && o->clip > 0.0f) st = fg_optimset_clip_grad_norm(r->set, o->clip, &norm, NULL);
+    if (!st) st = fg_optimset_apply_lr_factor(r->set, f);
+    if (!st) st = fg_optimset_step(r->set, NULL);
+  } else {
+    if (!st && o->clip > 0.0f) st = fg_optim_clip_grad_norm(r->opt, o->clip, &norm, NULL);
+    if (!st) st = fg_optim_apply_lr_factor(r->opt, f);
+    if (!st) st = fg_optim_step(r->opt, NULL);
+  }
   return st;
 }
 
@@ -295,7 +363,16 @@ static int train(run *r, ft_result *res) {
   }
   res->first_step = step;
   const fg_lm_config *cf = fg_lm_get_config(r->lm);
-  if (!o->quiet && r->rank == 0)
+  if (!o->quiet && r->rank == 0 && o->full) {
+    size_t floats = 0;
+    for (size_t i = 0; i < r->nps; i++) floats += (size_t)r->ps[i]->numel;
+    fprintf(stderr, "%s: %s, %zu layers; full fine-tuning of %zu weights (%.1f M parameters, %s); %s lr %g; %zu "
+            "sequences (%zu tokens, %zu targets); steps %llu..%llu, batch %llu x accum %llu\n",
+            r->cmd, cf->arch_name, cf->n_layer, r->nps, (double)floats / 1e6, fg_dtype_name(r->ps[r->nps - 1]->dtype),
+            fg_optim_kind_name(o->optim), (double)o->lr, r->data->n, r->data->tokens, r->data->targets,
+            (unsigned long long)step, (unsigned long long)o->steps, (unsigned long long)o->batch,
+            (unsigned long long)o->accum);
+  } else if (!o->quiet && r->rank == 0)
     fprintf(stderr, "%s: %s, %zu layers; %zu adapters of rank %u (alpha %g, dropout %g); %s lr %g; %zu sequences "
             "(%zu tokens, %zu targets); steps %llu..%llu, batch %llu x accum %llu\n",
             r->cmd, cf->arch_name, cf->n_layer, fg_lm_adapters_slots(r->ad, NULL), (unsigned)o->ad.lora.rank,
@@ -358,6 +435,46 @@ static int train(run *r, ft_result *res) {
   return 0;
 }
 
+/* r->ps: the adapters' A and B slot by slot, or the model's weights; nonzero: out of memory. */
+static int trainables(run *r) {
+  if (r->full) {
+    fg_tensor *const *ps = NULL;
+    r->nps = fg_lm_full_params(r->full, &ps, NULL);
+    r->ps = malloc(r->nps * sizeof *r->ps);
+    if (r->ps) memcpy(r->ps, ps, r->nps * sizeof *r->ps);
+    return !r->ps;
+  }
+  const fg_lora_slot *slots = NULL;
+  const size_t n = fg_lm_adapters_slots(r->ad, &slots);
+  r->nps = 2 * n;
+  r->ps = malloc((r->nps ? r->nps : 1) * sizeof *r->ps);
+  for (size_t i = 0; r->ps && i < n; i++) {
+    r->ps[2 * i] = slots[i].lora->a;
+    r->ps[2 * i + 1] = slots[i].lora->b;
+  }
+  return !r->ps;
+}
+
+/* The optimizer, and for --full with SGD, Adam or AdamW a second param group: norms and
+ * biases without weight decay (Muon and APOLLO route vectors to their AdamW themselves). */
+static fg_status optimizers(run *r) {
+  const ft_opts *o = r->o;
+  const fg_optim_config c = optim_config(o);
+  fg_device *dev = fg_lm_device(r->lm);
+  fg_status st = fg_optim_create(dev, &c, &r->opt);
+  const bool groups = o->full && (o->optim == FG_OPTIM_SGD || o->optim == FG_OPTIM_ADAM || o->optim == FG_OPTIM_ADAMW);
+  if (!st && groups) {
+    fg_optim_config cv = c;
+    cv.weight_decay = 0.0f;
+    st = fg_optim_create(dev, &cv, &r->opt_vec);
+  }
+  if (!st) st = o->full ? fg_lm_full_register(r->full, r->opt, r->opt_vec) : fg_lm_adapters_register(r->ad, r->opt);
+  if (!st && r->opt_vec) st = fg_optimset_create(&r->set);
+  if (!st && r->opt_vec) st = fg_optimset_add(r->set, r->opt);
+  if (!st && r->opt_vec) st = fg_optimset_add(r->set, r->opt_vec);
+  return st;
+}
+
 int ft_run(const char *cmd, fg_lm *lm, const ft_data *data, const ft_opts *o, ft_result *res) {
   memset(res, 0, sizeof *res);
   res->first_loss = res->last_loss = NAN;
@@ -372,26 +489,30 @@ int ft_run(const char *cmd, fg_lm *lm, const ft_data *data, const ft_opts *o, ft
   int rc = 0;
   if (!r.cur.order || !r.gidx || !r.gnll) rc = (fg_cli_fail(cmd, NULL, "out of memory"), 1);
   if (!rc) ft_cursor_order(&r.cur);
-  if (!rc && fg_lm_adapters_create(lm, &o->ad, &r.ad)) rc = fail(&r, NULL);
+  if (!rc && (o->full ? fg_lm_full_create(lm, o->frozen, &r.full) : fg_lm_adapters_create(lm, &o->ad, &r.ad)))
+    rc = fail(&r, NULL);
+  if (!rc && trainables(&r)) rc = (fg_cli_fail(cmd, NULL, "out of memory"), 1);
   if (!rc) {
-    const fg_lora_slot *slots = NULL;
-    const size_t n = fg_lm_adapters_slots(r.ad, &slots);
-    for (size_t i = 0; i < n; i++) r.n_params += (size_t)(slots[i].lora->a->numel + slots[i].lora->b->numel);
+    for (size_t i = 0; i < r.nps; i++) r.n_params += (size_t)r.ps[i]->numel;
     uint64_t count = 0;
     fg_comm_share(r.G, r.rank, r.size, NULL, &count);
-    r.parts = malloc((count ? count : 1) * r.n_params * sizeof(float));
+    /* one process: a running sum and one group's gradient; else one gradient per group */
+    r.parts = malloc((r.size == 1 || !count ? 1 : count) * r.n_params * sizeof(float));
     r.sum = malloc(r.n_params * sizeof(float));
     if (!r.parts || !r.sum) rc = (fg_cli_fail(cmd, NULL, "out of memory for %zu gradients of %zu floats",
                                               (size_t)count + 1, r.n_params), 1);
   }
-  const fg_optim_config c = optim_config(o);
-  if (!rc && (fg_optim_create(fg_lm_device(lm), &c, &r.opt) || fg_lm_adapters_register(r.ad, r.opt))) rc = fail(&r, NULL);
+  if (!rc && optimizers(&r)) rc = fail(&r, NULL);
   if (!rc && r.rank == 0 && o->metrics && !(r.metrics = fopen(o->metrics, o->resume_dir ? "a" : "w")))
     rc = (fg_cli_fail(cmd, o->metrics, "cannot open for writing"), 1);
   if (!rc) rc = train(&r, res);
   if (r.metrics && fclose(r.metrics) && !rc) rc = (fg_cli_fail(cmd, o->metrics, "write failed"), 1);
+  fg_optimset_free(r.set);
   fg_optim_free(r.opt);
+  fg_optim_free(r.opt_vec);
   fg_lm_adapters_free(r.ad);
+  fg_lm_full_free(r.full);
+  free(r.ps);
   free(r.cur.order);
   free(r.gidx);
   free(r.gnll);

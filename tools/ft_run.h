@@ -1,5 +1,5 @@
-/* forgia finetune's training run (internal to the CLI): LoRA adapters on a frozen model, the
- * data cursor, an optimizer with its schedule, checkpoints and metrics. */
+/* forgia finetune's training run (internal to the CLI): LoRA adapters on a frozen model or
+ * every weight of a dense one, the data cursor, an optimizer with its schedule, checkpoints and metrics. */
 #ifndef FORGIA_TOOLS_FT_RUN_H
 #define FORGIA_TOOLS_FT_RUN_H
 
@@ -8,12 +8,16 @@
 
 #include "forgia/comm.h"
 #include "forgia/lm_adapters.h"
+#include "forgia/lm_full.h"
 #include "forgia/lr_schedule.h"
 #include "forgia/trainer_state.h"
 #include "ft_data.h"
 
 typedef struct ft_opts {
   fg_lm_adapters_config ad;     /* targets, rank, alpha, dropout, seed, mode */
+  bool full;                    /* every weight (forgia/lm_full.h) rather than adapters */
+  uint32_t frozen;              /* --full: FG_LM_FULL_FREEZE bits of the kinds left out */
+  float weight_decay;           /* < 0: the optimizer's default; --full: matrices only */
   fg_optim_kind optim;
   float lr, clip;               /* clip 0: none */
   fg_lr_schedule schedule;      /* total_steps set by the run */

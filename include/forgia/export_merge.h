@@ -1,6 +1,6 @@
 /* Export merge mode: fold LoRA adapters into the dense weights of a GGUF model and write
  * it again (`forgia export --adapters DIR_OR_FILE --alpha F`; the merge mode of Fucina's
- * tools/export_gguf.zig).
+ * tools/export_gguf.zig), or put trained weights in place of the model's (`--weights`).
  *
  *   fg_export_merge_options o = {.adapters = "run/step-1000", .alpha = 16.0f};
  *   fg_export_merge *m;
@@ -55,6 +55,13 @@ typedef struct fg_export_merge_options {
   const char *adapters;  /* a safetensors file or a directory holding adapters.safetensors */
   float alpha;           /* the training-time alpha (the file stores A and B, not alpha) */
   uint64_t chunk_bytes;  /* f32 rows per step; 0: 64 MiB (at least one row) */
+  /* Weights mode (`forgia export --weights`): `adapters` names trained weights instead (a
+   * safetensors file, or a directory holding model.safetensors: forgia finetune --full's
+   * checkpoint), each under a name of the model's, with its shape and any of f32, f16 or bf16;
+   * they replace the model's tensors, rounded once to the model's dtype (a quantized or
+   * non-float model tensor: FG_ERR_QUANTIZED_BASE / FG_ERR_TYPE), and alpha is unused. A name
+   * the model lacks, a shape that differs, an adapter tensor or an empty file is refused. */
+  bool weights;
 } fg_export_merge_options;
 
 typedef struct fg_export_merge fg_export_merge;

@@ -2,7 +2,7 @@
 # `mpirun -np N forgia finetune` (N = 2 and 3) on a tiny model folder: the ranks share each
 # step's 6 sequences (--batch 3 --accum 2) and sum their gradients in sequence order, so the
 # saved adapters, optimizer state, trainer state and the per-step losses are one process's
-# bytes; only rank 0 prints and writes. es-finetune's ranks share the population: the same.
+# bytes; only rank 0 prints and writes; --full too. es-finetune's ranks share the population: the same.
 # Usage: test_finetune_mpi.sh FORGIA LM_TINY_WRITE TOKDIR MPIEXEC [NUMPROC_FLAG]
 set -u
 cli=$1
@@ -29,6 +29,18 @@ for np in 2 3; do
   diff <(sed 's/"seconds": [0-9.e+-]*//' "$dir/one.jsonl") <(sed 's/"seconds": [0-9.e+-]*//' "$dir/np$np.jsonl") >/dev/null ||
     fail "$np ranks: the per-step metrics differ"
   echo "$np ranks: the bytes of one process"
+done
+# --full: every weight's gradient is summed the same way (model.safetensors and the optimizer
+# state with its f32 masters are one process's bytes).
+full=(finetune "$dir/model" --data "$dir/text.txt" --ctx 8 --batch 3 --accum 2 --steps 3 --full --shuffle --lr 0.01
+  --optim adamw --mode exact --device cpu --threads 1 --quiet)
+"$cli" "${full[@]}" --save "$dir/full1" >/dev/null || fail "--full, one process: exit status $?"
+for np in 2 3; do
+  "$mpiexec" "$np_flag" "$np" "$cli" "${full[@]}" --save "$dir/full$np" >/dev/null || fail "--full, $np ranks: exit status $?"
+  for f in model.safetensors optimizer.fucina trainer_state.json; do
+    cmp -s "$dir/full1/$f" "$dir/full$np/$f" || fail "--full, $np ranks: $f differs from one process's"
+  done
+  echo "--full, $np ranks: the bytes of one process"
 done
 # A rank count that does not divide the step's sequences is refused.
 "$mpiexec" "$np_flag" 4 "$cli" "${args[@]}" >/dev/null 2>"$dir/err4" && fail "4 ranks over 6 sequences ran"

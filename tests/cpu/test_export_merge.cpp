@@ -77,7 +77,7 @@ fg_status merge_file(const std::string &in, const std::string &adapters, float a
                      uint64_t chunk = 0) {
   fg_ckpt *src = nullptr;
   fg_export_merge *m = nullptr;
-  fg_export_merge_options o = {adapters.c_str(), alpha, chunk};
+  fg_export_merge_options o = {adapters.c_str(), alpha, chunk, false};
   fg_status st = fg_ckpt_open(in.c_str(), &src);
   if (!st) st = fg_export_merge_create(src, &o, &m);
   if (!st) st = fg_export_merge_run(m, out.c_str(), nullptr, nullptr);
@@ -151,7 +151,7 @@ TEST(ExportMerge, OpenReportsTheAdaptersAndTheirBases) {
   write_adapters(ad, good_adapters());
   fg_ckpt *src = nullptr;
   ASSERT_EQ(FG_OK, fg_ckpt_open(in.c_str(), &src));
-  fg_export_merge_options o = {d.path.c_str(), 8.0f, 0};
+  fg_export_merge_options o = {d.path.c_str(), 8.0f, 0, false};
   fg_export_merge *m = nullptr;
   ASSERT_EQ(FG_OK, fg_export_merge_create(src, &o, &m)) << fg_last_error();
   ASSERT_EQ(3u, fg_export_merge_count(m));

@@ -195,6 +195,70 @@ TEST(FinetuneCli, JsonlTextsAndUsageErrors) {
   EXPECT_NE(std::string::npos, err.find("more than its")) << err;
 }
 
+// --full: every weight trains (f32 here); the loss falls, a resumed run on another thread count
+// is the bytes of an uninterrupted one, the checkpoint's model.safetensors under the folder's
+// own names makes, with its config and tokenizer, a folder forgia serves with the trained
+// behaviour, and --freeze leaves kinds out.
+TEST(FinetuneCli, FullFineTuningTrainsResumesAndServes) {
+  TinyFolder f;
+  std::string out, err;
+  const std::string common = "finetune " + f.dir + " --data " + f.file("text.txt") +
+                             " --full --ctx 8 --lr 0.01 --batch 2 --accum 2 --shuffle --optim adamw --clip 1 "
+                             "--weight-decay 0.1 --mode exact --device cpu --quiet";
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 8 --save " + f.file("one") + " --threads 1 --metrics " +
+                            f.file("m.jsonl")), &out, &err))
+      << err;
+  const auto l = losses(f.file("m.jsonl"));
+  ASSERT_EQ(8u, l.size());
+  EXPECT_LT(l.back(), 0.5 * l.front()) << "first " << l.front() << ", last " << l.back();
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 3 --save " + f.file("two") + " --threads 2"), &out, &err)) << err;
+  // the checkpoint says it is --full: no flag needed to resume it
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("text.txt") +
+                            " --ctx 8 --lr 0.01 --batch 2 --shuffle --optim adamw --clip 1 --weight-decay 0.1 "
+                            "--mode exact --device cpu --quiet --steps 8 --resume " + f.file("two") + " --save " +
+                            f.file("two")), &out, &err))
+      << err;
+  for (const char *n : {"model.safetensors", "optimizer.fucina", "trainer_state.json"})
+    EXPECT_TRUE(same_file(f.file("one/") + n, f.file("two/") + n)) << n;
+  fg_st_file *st = nullptr;
+  ASSERT_EQ(FG_OK, fg_st_open(f.file("one/model.safetensors").c_str(), FG_MAP_READ, &st)) << fg_last_error();
+  EXPECT_EQ(2u + 2u * 9u, fg_st_count(st));  // embedding, final norm; per layer 2 norms + 7 projections
+  EXPECT_NE(nullptr, fg_st_find(st, "model.layers.1.mlp.down_proj.weight"));
+  fg_st_close(st);
+  // The checkpoint folder plus the model's config and tokenizer is a model folder.
+  for (const char *n : {"config.json", "tokenizer.json", "tokenizer_config.json"}) {
+    const auto b = fgt::read_file(f.dir + "/" + n);
+    fgt::write_file(f.file("one/") + n, b.data(), b.size());
+  }
+  std::string base, tuned;
+  const std::string ev = " --file " + f.file("text.txt") + " --ctx 64 --mode exact --device cpu --json";
+  ASSERT_EQ(0, fgt::run(cli("eval " + f.dir + ev), &base, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli("eval " + f.file("one") + ev), &tuned, &err)) << err;
+  const auto ppl = [](const std::string &j) { return std::strtod(j.c_str() + j.find("\"ppl\": ") + 7, nullptr); };
+  EXPECT_LT(ppl(tuned), 0.1 * ppl(base)) << tuned << "\n" << base;
+  // --freeze: the frozen kinds are not in the checkpoint.
+  ASSERT_EQ(0, fgt::run(cli(common + " --steps 1 --freeze token_embd,norms --save " + f.file("fz")), &out, &err)) << err;
+  ASSERT_EQ(FG_OK, fg_st_open(f.file("fz/model.safetensors").c_str(), FG_MAP_READ, &st)) << fg_last_error();
+  EXPECT_EQ(2u * 7u, fg_st_count(st));
+  EXPECT_EQ(nullptr, fg_st_find(st, "model.embed_tokens.weight"));
+  fg_st_close(st);
+  // Usage: --full is not LoRA; --freeze needs --full and known kinds.
+  const std::string b0 = "finetune " + f.dir + " --data " + f.file("text.txt") + " ";
+  struct Bad {
+    const char *args, *what;
+  } bad[] = {{"--full --lora-rank 4", "--full"}, {"--freeze norms", "--freeze"},
+             {"--full --freeze attn_x", "--freeze"}, {"--full --freeze norms,", "--freeze"},
+             {"--weight-decay -1", "--weight-decay"}};
+  for (const auto &b : bad) {
+    EXPECT_EQ(2, fgt::run(cli(b0 + b.args), &out, &err)) << b.args;
+    EXPECT_NE(std::string::npos, err.find(b.what)) << b.args << ": " << err;
+  }
+  // A LoRA checkpoint does not resume as --full.
+  ASSERT_EQ(0, fgt::run(cli(b0 + "--steps 1 --ctx 8 --device cpu --quiet --save " + f.file("lora")), &out, &err)) << err;
+  EXPECT_EQ(1, fgt::run(cli(b0 + "--full --steps 2 --ctx 8 --device cpu --quiet --resume " + f.file("lora")), &out, &err));
+  EXPECT_NE(std::string::npos, err.find("model.safetensors")) << err;
+}
+
 TEST(EsFinetuneCli, ResumeIsExactAndRewardsAreReported) {
   TinyFolder f;
   std::string out, err;
