@@ -1,7 +1,7 @@
-/* forgia es-finetune: LoRA adapters on a frozen language model trained by evolution strategies
- * (no gradients): each iteration, every member of the population perturbs the adapters,
- * scores the iteration's batch (reward -NLL or next-token accuracy on the targets), and the
- * adapters move along the rank-weighted noise (forgia/es.h). Under mpirun the ranks share
+/* forgia es-finetune: LoRA adapters on a frozen language model, or every weight of a dense one,
+ * trained by evolution strategies (no gradients): each iteration, every member of the
+ * population perturbs the parameters, scores the iteration's batch (tools/es_reward.h), and
+ * the parameters move along the reward-weighted noise (forgia/es.h). Under mpirun the ranks share
  * the population (fg_es_step_comm): the bits of one process. */
 #include <math.h>
 #include <signal.h>
@@ -14,6 +14,8 @@
 #include "forgia/comm.h"
 #include "forgia/es.h"
 #include "forgia/lm_adapters.h"
+#include "forgia/lm_full.h"
+#include "es_reward.h"
 #include "ft_data.h"
 #include "ft_run.h"
 #include "util_args.h"
@@ -24,11 +26,11 @@
 #include "util_report.h"
 #include "util_signal.h"
 
-const char fg_cmd_es_finetune_summary[] = "train LoRA adapters by evolution strategies (no gradients; reward nll or acc)";
+const char fg_cmd_es_finetune_summary[] = "train LoRA adapters or all weights by evolution strategies (no gradients)";
 
 static const char synopsis[] =
-    "forgia es-finetune MODEL --data F [--format text|jsonl|chat] [--template NAME] [--reward nll|acc] "
-    "[--mode lora] [--lora-rank R] [--lora-alpha A] [--targets LIST] [--population N] [--sigma S] [--alpha A] "
+    "forgia es-finetune MODEL --data F [--format text|jsonl|chat] [--template NAME] [--reward nll|acc|rule] "
+    "[--max-new N] [--format-prefix S] [--format-suffix S] [--mode lora|full] [--lora-rank R] [--lora-alpha A] [--targets LIST] [--population N] [--sigma S] [--alpha A] "
     "[--antithetic] [--iterations N] [--batch B] [--ctx N] [--seed S] [--shuffle] [--save DIR] [--force] "
     "[--resume DIR] [--metrics M.jsonl] [--quiet] [--device D] [--gemm exact|fast] [--threads N]";
 
@@ -36,13 +38,20 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: %s\n\n"
           "The gradient-free twin of `forgia finetune`: LoRA adapters (A from the seed, B zero) on the\n"
-          "chosen projections of MODEL, trained by evolution strategies. Each iteration takes the next\n"
-          "--batch sequences of the data (formats as in finetune), evaluates every member of the\n"
-          "population (adapters + sigma * noise) on them, and moves the adapters by alpha / N times the\n"
-          "noise weighted by the members' z-scored rewards.\n"
-          "  --reward R       nll (default): minus the mean NLL of the targets; acc: the fraction of\n"
-          "                   targets that are the argmax of their logits\n"
-          "  --mode lora      what evolves (lora: the adapters; the only mode so far)\n"
+          "chosen projections of MODEL, or every weight of an f32/f16/bf16 MODEL, trained by evolution\n"
+          "strategies. Each iteration takes the next --batch sequences of the data (formats as in\n"
+          "finetune), evaluates every member of the population (parameters + sigma * noise) on them,\n"
+          "and moves the parameters by alpha / N times the noise weighted by the members' z-scored\n"
+          "rewards.\n"
+          "  --reward R       nll (default): minus the mean NLL of the targets (unbounded); acc: the\n"
+          "                   fraction of targets that are their logits' argmax + 0.1 exp(-mean NLL);\n"
+          "                   rule: greedy generations from each example's prompt (the tokens before\n"
+          "                   its first target, at most --max-new N tokens, default 20): the unigram F1\n"
+          "                   of their words against the targets', + 0.1 when a generation starts with\n"
+          "                   --format-prefix S and ends with --format-suffix S (when given)\n"
+          "  --mode M         lora (default): the adapters, on any base; full: every weight (embedding,\n"
+          "                   projections, norms) of an f32/f16/bf16 model, saved as model.safetensors\n"
+          "                   (forgia export --weights puts them back into the GGUF)\n"
           "  --population N   members (default 16); --sigma S (0.01); --alpha A (sigma / 2);\n"
           "                   --antithetic: mirrored pairs (N even)\n"
           "  --iterations N   (default 50); --batch B sequences per iteration (default 1)\n"
@@ -55,62 +64,11 @@ static void usage(FILE *f) {
           synopsis);
 }
 
-typedef struct es_ctx {
-  fg_lm *lm;
-  const ft_data *data;
-  const size_t *batch;  /* the iteration's examples */
-  size_t n_batch;
-  bool acc;
-  fg_lm_cache *cache;   /* for acc: logits of every row */
-} es_ctx;
-
-/* A member's reward on the iteration's batch (the adapters are attached to the model). */
-static fg_status member_reward(void *user, uint64_t member, float *reward) {
-  (void)member;
-  es_ctx *c = user;
-  double num = 0.0;
-  size_t den = 0;
-  fg_status st = FG_OK;
-  for (size_t i = 0; i < c->n_batch && !st; i++) {
-    const ft_example *e = &c->data->ex[c->batch[i]];
-    if (!c->acc) {
-      double *nll = malloc(e->n * sizeof *nll);
-      if (!nll) return fg_fail(FG_ERR_NOMEM, "out of memory");
-      st = fg_lm_nll(c->lm, e->ids, e->n, 0, nll);
-      for (size_t j = 1; !st && j < e->n; j++)
-        if (e->predict[j]) num -= nll[j - 1], den++;
-      free(nll);
-    } else {
-      const float *lg = NULL;
-      size_t rows = 0;
-      const size_t V = fg_lm_get_config(c->lm)->n_vocab;
-      st = fg_lm_cache_truncate(c->cache, 0, 0);
-      const fg_lm_batch b = {.n_tok = e->n - 1, .ids = e->ids};
-      if (!st) st = fg_lm_forward(c->lm, c->cache, &b, &lg, &rows);
-      float *host = st ? NULL : malloc(rows * V * sizeof *host);
-      if (!st && !host) st = fg_fail(FG_ERR_NOMEM, "out of memory");
-      if (!st) st = fg_device_copy(fg_lm_device(c->lm), host, lg, rows * V * sizeof *host, FG_COPY_D2H);
-      for (size_t j = 1; !st && j < e->n; j++) {
-        if (!e->predict[j]) continue;
-        const float *row = host + (j - 1) * V;
-        size_t best = 0;
-        for (size_t v = 1; v < V; v++)
-          if (row[v] > row[best]) best = v;
-        num += best == (size_t)e->ids[j];
-        den++;
-      }
-      free(host);
-    }
-  }
-  if (!st) *reward = den ? (float)(num / (double)den) : 0.0f;
-  return st;
-}
-
 int fg_cmd_es_finetune(int argc, char **argv) {
   const char *path = NULL, *data = NULL, *format = NULL, *tmpl = NULL, *reward = NULL, *mode = NULL, *rank = NULL,
              *lalpha = NULL, *targets = NULL, *pop = NULL, *sigma = NULL, *alpha = NULL, *iters = NULL,
              *batch = NULL, *ctx = NULL, *seed = NULL, *save = NULL, *resume = NULL, *metrics = NULL, *device = NULL,
-             *gemm = NULL, *threads = NULL;
+             *gemm = NULL, *threads = NULL, *max_new = NULL, *prefix = NULL, *suffix = NULL;
   bool antithetic = false, shuffle = false, force = false, quiet = false;
   const fg_cli_opt opts[] = {
       {"--data", &data, NULL},         {"--format", &format, NULL},    {"--template", &tmpl, NULL},
@@ -121,7 +79,8 @@ int fg_cmd_es_finetune(int argc, char **argv) {
       {"--seed", &seed, NULL},         {"--shuffle", NULL, &shuffle},  {"--save", &save, NULL},
       {"--force", NULL, &force},       {"--resume", &resume, NULL},    {"--metrics", &metrics, NULL},
       {"--quiet", NULL, &quiet},       {"--device", &device, NULL},    {"--gemm", &gemm, NULL},
-      {"--threads", &threads, NULL}};
+      {"--threads", &threads, NULL},   {"--max-new", &max_new, NULL},  {"--format-prefix", &prefix, NULL},
+      {"--format-suffix", &suffix, NULL}};
   static const char *const pos_names[] = {"MODEL"};
   const fg_cli_spec spec = {"es-finetune", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &path, 1, 0, 0};
   int rc = fg_cli_parse(&spec, argc, argv);
@@ -136,10 +95,20 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   if (!data) return fg_cli_usage_error(&spec, "--data", "missing: the training data");
   if (format && !ft_format_parse(format, &fmt)) return fg_cli_usage_error(&spec, "--format", "'%s': expected text, jsonl or chat", format);
   if (tmpl && fmt != FT_CHAT) return fg_cli_usage_error(&spec, "--template", "goes with --format chat");
-  const bool acc = reward && !strcmp(reward, "acc");
-  if (reward && !acc && strcmp(reward, "nll")) return fg_cli_usage_error(&spec, "--reward", "'%s': expected nll or acc", reward);
-  if (mode && strcmp(mode, "lora"))
-    return fg_cli_usage_error(&spec, "--mode", "'%s': lora is the mode es-finetune has (full weights are not evolved yet)", mode);
+  es_reward_kind rk = ES_REWARD_NLL;
+  if (reward && !es_reward_parse(reward, &rk))
+    return fg_cli_usage_error(&spec, "--reward", "'%s': expected nll, acc or rule", reward);
+  uint64_t n_new = 20;
+  if (max_new && (!fg_cli_parse_u64(max_new, 10, &n_new) || !n_new || n_new > 65536))
+    return fg_cli_usage_error(&spec, "--max-new", "'%s': expected 1..65536 tokens", max_new);
+  if ((max_new || prefix || suffix) && rk != ES_REWARD_RULE)
+    return fg_cli_usage_error(&spec, max_new ? "--max-new" : prefix ? "--format-prefix" : "--format-suffix",
+                              "goes with --reward rule");
+  bool full = false;
+  if (mode && strcmp(mode, "lora") && !(full = !strcmp(mode, "full")))
+    return fg_cli_usage_error(&spec, "--mode", "'%s': expected lora or full", mode);
+  if (full && (rank || lalpha || targets))
+    return fg_cli_usage_error(&spec, "--mode", "full evolves the weights themselves: not with --lora-* or --targets");
   if (rank && (!fg_cli_parse_u64(rank, 10, &v) || v < 1 || v > 65536))
     return fg_cli_usage_error(&spec, "--lora-rank", "'%s': expected 1..65536", rank);
   if (rank) ac.lora.rank = (uint32_t)v;
@@ -176,6 +145,9 @@ int fg_cmd_es_finetune(int argc, char **argv) {
     if (ts->lora_rank.set) ac.lora.rank = (uint32_t)ts->lora_rank.v;
     if (ts->lora_alpha.set) ac.lora.alpha = (float)ts->lora_alpha.v;
     data_seed = ts->data_seed.set ? ts->data_seed.v : ts->seed;
+    /* a checkpoint of every weight resumes as --mode full */
+    if ((fg_ckpt_dir_weights_present(d) & FG_CKPT_DIR_MODEL) && !(fg_ckpt_dir_weights_present(d) & FG_CKPT_DIR_ADAPTERS))
+      full = true;
     fg_ckpt_dir_close(d);
   }
   ec.seed = ac.seed;
@@ -187,10 +159,12 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   fg_cli_chat pick = {0};
   ft_data train = {0};
   fg_lm_adapters *ad = NULL;
+  fg_lm_full *fw = NULL;
   fg_es *es = NULL;
   fg_comm *comm = NULL;
   FILE *mf = NULL;
-  es_ctx ctxs = {.lm = m.lm, .data = &train, .acc = acc, .n_batch = (size_t)n_batch};
+  es_ctx ctxs = {.lm = m.lm, .data = &train, .kind = rk, .n_batch = (size_t)n_batch, .max_new = (size_t)n_new,
+                 .prefix = prefix, .suffix = suffix};
   size_t *bidx = calloc((size_t)n_batch, sizeof *bidx);
   ft_cursor cur = {0};
   uint64_t it = 0;
@@ -209,11 +183,18 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   size_t max_n = 0;
   for (size_t i = 0; !rc && i < train.n; i++)
     if (train.ex[i].n > max_n) max_n = train.ex[i].n;
-  if (!rc && acc && fg_lm_cache_create(m.lm, 1, max_n, &ctxs.cache)) rc = (fg_cli_report(cmd, NULL), 1);
-  if (!rc && (fg_comm_open(FG_COMM_AUTO, &comm) || fg_lm_adapters_create(m.lm, &ac, &ad) || fg_es_create(&ec, &es)))
+  if (!rc && rk != ES_REWARD_NLL &&
+      fg_lm_cache_create(m.lm, 1, max_n + (rk == ES_REWARD_RULE ? (size_t)n_new : 0), &ctxs.cache))
     rc = (fg_cli_report(cmd, NULL), 1);
+  if (!rc && (fg_comm_open(FG_COMM_AUTO, &comm) || fg_es_create(&ec, &es) ||
+              (full ? fg_lm_full_create(m.lm, 0, &fw) : fg_lm_adapters_create(m.lm, &ac, &ad))))
+    rc = (fg_cli_report(cmd, full ? path : NULL), 1);
   const fg_lora_slot *slots = NULL;
-  const size_t nslots = rc ? 0 : fg_lm_adapters_slots(ad, &slots);
+  const size_t nslots = rc || full ? 0 : fg_lm_adapters_slots(ad, &slots);
+  fg_tensor *const *fps = NULL;
+  const size_t nfull = rc || !full ? 0 : fg_lm_full_params(fw, &fps, NULL);
+  for (size_t i = 0; !rc && i < nfull; i++)
+    if (fg_es_add(es, fps[i], fps[i]->name)) rc = (fg_cli_report(cmd, NULL), 1);
   for (size_t i = 0; !rc && i < nslots; i++) {
     char a[FG_LORA_NAME_MAX], b[FG_LORA_NAME_MAX], prefix[64];
     snprintf(prefix, sizeof prefix, "layers.%u.%s", (unsigned)slots[i].layer, fg_lora_target_name(slots[i].target));
@@ -224,7 +205,11 @@ int fg_cmd_es_finetune(int argc, char **argv) {
     fg_ckpt_dir *d = NULL;
     fg_status st = fg_ckpt_dir_open(resume, &d);
     const fg_trainer_state *ts = st ? NULL : fg_ckpt_dir_trainer_state(d);
-    if (!st) st = fg_lm_adapters_load(ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
+    if (!st && !(fg_ckpt_dir_weights_present(d) & (full ? FG_CKPT_DIR_MODEL : FG_CKPT_DIR_ADAPTERS)))
+      st = fg_fail(FG_ERR_NOT_FOUND, "no %s (not a --mode %s checkpoint)",
+                   full ? FG_CKPT_DIR_MODEL_FILE : FG_CKPT_DIR_ADAPTERS_FILE, full ? "full" : "lora");
+    if (!st)
+      st = full ? ft_weights_load(fps, nfull, d) : fg_lm_adapters_load(ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
     if (!st) st = fg_es_from_trainer_state(es, ts);
     if (!st && ts->data_epoch.set && ts->data_index.set && ts->data_index.v < cur.n) {
       cur.epoch = ts->data_epoch.v;
@@ -238,25 +223,28 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   const bool lead = !comm || fg_comm_rank(comm) == 0;
   if (!rc && lead && metrics && !(mf = fopen(metrics, resume ? "a" : "w")))
     rc = (fg_cli_fail(cmd, metrics, "cannot open for writing"), 1);
+  char what[96];
+  if (full) snprintf(what, sizeof what, "%zu weights (%.1f M parameters)", nfull, rc ? 0.0 : (double)fg_es_element_count(es) / 1e6);
+  else snprintf(what, sizeof what, "%zu adapters of rank %u", nslots, (unsigned)ac.lora.rank);
   if (!rc && !quiet && lead)
-    fprintf(stderr, "%s: %zu adapters of rank %u, population %llu x %d rank(s), sigma %g, reward %s, %zu sequences "
-            "(%zu targets), iterations %llu..%llu\n", cmd, nslots, (unsigned)ac.lora.rank,
-            (unsigned long long)ec.population, fg_comm_size(comm), (double)ec.sigma, acc ? "acc" : "nll", train.n,
-            train.targets, (unsigned long long)it, (unsigned long long)n_iter);
+    fprintf(stderr, "%s: %s, population %llu x %d rank(s), sigma %g, reward %s, %zu sequences (%zu targets), "
+            "iterations %llu..%llu\n", cmd, what, (unsigned long long)ec.population, fg_comm_size(comm),
+            (double)ec.sigma, es_reward_name(rk), train.n, train.targets, (unsigned long long)it,
+            (unsigned long long)n_iter);
   fg_cli_progress p;
   fg_cli_progress_init(&p, quiet || !lead, "iterations", n_iter > it ? n_iter - it : 0, 0);
   const uint64_t it0 = it;
   float first_mean = NAN, last_mean = NAN;
   if (!rc) {
     fg_cli_signals_catch();
-    fg_lm_adapters_attach(ad, true);
+    if (ad) fg_lm_adapters_attach(ad, true);
   }
   while (!rc && it < n_iter) {
     for (size_t i = 0; i < n_batch; i++) bidx[i] = ft_cursor_next(&cur);
     ctxs.batch = bidx;
     fg_es_stats stats;
     const double t0 = fg_clock_seconds();
-    if (fg_es_step_comm(es, comm, member_reward, &ctxs, &stats)) {
+    if (fg_es_step_comm(es, comm, es_member_reward, &ctxs, &stats)) {
       fg_cli_progress_clear(&p);
       rc = (fg_cli_report(cmd, NULL), 1);
       break;
@@ -281,12 +269,16 @@ int fg_cmd_es_finetune(int argc, char **argv) {
     fg_trainer_state_init(&ts);
     ts.seed = ac.seed;
     ts.step = it;
-    FG_TRAINER_STATE_SET(ts, lora_rank, ac.lora.rank);
-    FG_TRAINER_STATE_SET(ts, lora_alpha, ac.lora.alpha);
+    if (!full) {
+      FG_TRAINER_STATE_SET(ts, lora_rank, ac.lora.rank);
+      FG_TRAINER_STATE_SET(ts, lora_alpha, ac.lora.alpha);
+    }
     FG_TRAINER_STATE_SET(ts, data_seed, cur.seed);
     FG_TRAINER_STATE_SET(ts, data_epoch, cur.epoch);
     FG_TRAINER_STATE_SET(ts, data_index, cur.index);
-    if (fg_es_to_trainer_state(es, &ts) || ft_ckpt_save(ad, save, NULL, 0, &ts)) rc = (fg_cli_report(cmd, save), 1);
+    if (fg_es_to_trainer_state(es, &ts) ||
+        (full ? ft_weights_save(fps, nfull, save, NULL, 0, &ts) : ft_ckpt_save(ad, save, NULL, 0, &ts)))
+      rc = (fg_cli_report(cmd, save), 1);
   }
   if (!rc && lead)
     printf("es-finetune: iterations %llu..%llu, mean reward %.4f -> %.4f%s%s\n", (unsigned long long)it0,
@@ -295,6 +287,7 @@ int fg_cmd_es_finetune(int argc, char **argv) {
   if (mf && fclose(mf) && !rc) rc = (fg_cli_fail(cmd, metrics, "write failed"), 1);
   fg_es_free(es);
   fg_lm_adapters_free(ad);
+  fg_lm_full_free(fw);
   fg_lm_cache_free(ctxs.cache);
   fg_comm_close(comm);
   free(cur.order);

@@ -93,41 +93,39 @@ fg_status ft_ckpt_save(const fg_lm_adapters *ad, const char *dir, const void *op
   return st;
 }
 
-/* The trained weights (--full) as model.safetensors, under the model file's names and in
- * their dtypes. */
-static fg_status full_save(const run *r, const char *dir, const void *ob, size_t olen, const fg_trainer_state *ts) {
-  fg_state_dict_entry *e = calloc(r->nps, sizeof *e);
-  void **bufs = calloc(r->nps, sizeof *bufs);
+fg_status ft_weights_save(fg_tensor *const *ps, size_t n, const char *dir, const void *ob, size_t olen,
+                          const fg_trainer_state *ts) {
+  fg_state_dict_entry *e = calloc(n, sizeof *e);
+  void **bufs = calloc(n, sizeof *bufs);
   fg_status st = (!e || !bufs) ? fg_fail(FG_ERR_NOMEM, "out of memory") : FG_OK;
-  for (size_t i = 0; i < r->nps && !st; i++) {
-    const fg_tensor *t = r->ps[i];
+  for (size_t i = 0; i < n && !st; i++) {
+    const fg_tensor *t = ps[i];
     bufs[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
     if (!bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
     if (!st) st = fg_tensor_download(t, bufs[i], (size_t)t->nbytes, NULL);
     e[i] = (fg_state_dict_entry){t->name, t->dtype, t->ndim, t->shape, bufs[i], t->nbytes};
   }
-  if (!st) st = fg_ckpt_dir_save(dir, FG_CKPT_DIR_MODEL, e, r->nps, ob, olen, ts);
-  for (size_t i = 0; bufs && i < r->nps; i++) free(bufs[i]);
+  if (!st) st = fg_ckpt_dir_save(dir, FG_CKPT_DIR_MODEL, e, n, ob, olen, ts);
+  for (size_t i = 0; bufs && i < n; i++) free(bufs[i]);
   free(bufs);
   free(e);
   return st;
 }
 
-/* The weights of a --full checkpoint back into the model. */
-static fg_status full_load(const run *r, const fg_ckpt_dir *d) {
-  fg_state_dict_dest *dst = calloc(r->nps, sizeof *dst);
-  void **bufs = calloc(r->nps, sizeof *bufs);
+fg_status ft_weights_load(fg_tensor *const *ps, size_t n, const fg_ckpt_dir *d) {
+  fg_state_dict_dest *dst = calloc(n, sizeof *dst);
+  void **bufs = calloc(n, sizeof *bufs);
   fg_status st = (!dst || !bufs) ? fg_fail(FG_ERR_NOMEM, "out of memory") : FG_OK;
-  for (size_t i = 0; i < r->nps && !st; i++) {
-    const fg_tensor *t = r->ps[i];
+  for (size_t i = 0; i < n && !st; i++) {
+    const fg_tensor *t = ps[i];
     bufs[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
     if (!bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
     dst[i] = (fg_state_dict_dest){t->name, t->dtype, t->ndim, t->shape, bufs[i], t->nbytes};
   }
-  if (!st) st = fg_ckpt_dir_load_weights(d, FG_CKPT_DIR_MODEL, dst, r->nps, NULL, NULL);
+  if (!st) st = fg_ckpt_dir_load_weights(d, FG_CKPT_DIR_MODEL, dst, n, NULL, NULL);
   /* every tensor read before any is written: a bad file leaves the model as it was */
-  for (size_t i = 0; i < r->nps && !st; i++) st = fg_tensor_upload(r->ps[i], bufs[i], (size_t)r->ps[i]->nbytes, NULL);
-  for (size_t i = 0; bufs && i < r->nps; i++) free(bufs[i]);
+  for (size_t i = 0; i < n && !st; i++) st = fg_tensor_upload(ps[i], bufs[i], (size_t)ps[i]->nbytes, NULL);
+  for (size_t i = 0; bufs && i < n; i++) free(bufs[i]);
   free(bufs);
   free(dst);
   return st;
@@ -153,7 +151,7 @@ static fg_status save(const run *r, const char *dir, uint64_t step) {
     FG_TRAINER_STATE_SET(ts, data_seed, r->cur.seed);
     FG_TRAINER_STATE_SET(ts, data_epoch, r->cur.epoch);
     FG_TRAINER_STATE_SET(ts, data_index, r->cur.index);
-    st = o->full ? full_save(r, dir, ob, olen, &ts) : ft_ckpt_save(r->ad, dir, ob, olen, &ts);
+    st = o->full ? ft_weights_save(r->ps, r->nps, dir, ob, olen, &ts) : ft_ckpt_save(r->ad, dir, ob, olen, &ts);
   }
   free(ob);
   return st;
@@ -171,7 +169,7 @@ static fg_status resume(run *r, uint64_t *step) {
   if (!(fg_ckpt_dir_weights_present(d) & want))
     st = fg_fail(FG_ERR_NOT_FOUND, "no %s (not a %s fine-tuning checkpoint)",
                  r->o->full ? FG_CKPT_DIR_MODEL_FILE : FG_CKPT_DIR_ADAPTERS_FILE, r->o->full ? "--full" : "LoRA");
-  if (!st) st = r->o->full ? full_load(r, d) : fg_lm_adapters_load(r->ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
+  if (!st) st = r->o->full ? ft_weights_load(r->ps, r->nps, d) : fg_lm_adapters_load(r->ad, fg_ckpt_dir_weights_path(d, FG_CKPT_DIR_ADAPTERS));
   if (!st) st = fg_ckpt_dir_optimizer(d, &ob, &olen);
   /* the optimizer after the weights: its f32 masters of 16-bit weights win */
   if (!st) st = r->opt_vec ? fg_optimset_load_state(r->set, ob, olen) : fg_optim_load_state(r->opt, ob, olen);
@@ -302,6 +300,7 @@ static fg_status step_once(run *r, uint64_t step, double *loss, size_t *tokens) 
                    : fg_lm_adapters_grad(r->ad, &tb, scale, o->ad.lora.dropout_p > 0.0f ? &dseed : NULL, &r->gnll[g],
                                          &np);
     if (st) break;
+    if (r->size == 1 && G == 1) continue; /* the gradient is the sum already */
     /* One process keeps a running sum, the parts all-reduce's left fold from the first part on,
      * so memory holds one gradient rather than one per group, with the same bits. */
     if (r->size == 1 && g > first) {
@@ -313,7 +312,7 @@ static fg_status step_once(run *r, uint64_t step, double *loss, size_t *tokens) 
   }
   if (r->size > 1) st = agree(r, st);
   if (!st && r->size > 1) st = fg_comm_allreduce_parts_f32(r->comm, r->parts, (size_t)count, r->n_params, r->sum);
-  if (!st) st = grads_copy(r, r->sum, false);
+  if (!st && (r->size > 1 || G > 1)) st = grads_copy(r, r->sum, false);
   if (!st && r->size > 1) {
     /* every group's NLL (f64 bits, moved as two f32 words each) to every rank */
     uint64_t *counts = malloc((size_t)r->size * sizeof *counts);
@@ -496,9 +495,11 @@ int ft_run(const char *cmd, fg_lm *lm, const ft_data *data, const ft_opts *o, ft
     for (size_t i = 0; i < r.nps; i++) r.n_params += (size_t)r.ps[i]->numel;
     uint64_t count = 0;
     fg_comm_share(r.G, r.rank, r.size, NULL, &count);
-    /* one process: a running sum and one group's gradient; else one gradient per group */
-    r.parts = malloc((r.size == 1 || !count ? 1 : count) * r.n_params * sizeof(float));
-    r.sum = malloc(r.n_params * sizeof(float));
+    /* one process: a running sum and one group's gradient (none for one group); else one
+     * gradient per group */
+    const bool one = r.size == 1 && r.G == 1;
+    r.parts = malloc((one ? 0 : r.size == 1 || !count ? 1 : count) * r.n_params * sizeof(float) + 1);
+    r.sum = malloc((one ? 0 : r.n_params) * sizeof(float) + 1);
     if (!r.parts || !r.sum) rc = (fg_cli_fail(cmd, NULL, "out of memory for %zu gradients of %zu floats",
                                               (size_t)count + 1, r.n_params), 1);
   }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "forgia/ckpt_dir.h"
 #include "forgia/comm.h"
 #include "forgia/lm_adapters.h"
 #include "forgia/lm_full.h"
@@ -45,6 +46,14 @@ typedef struct ft_result {
  * optimizer.fucina (optimizer NULL: none, as ES has none) and ts as trainer_state.json. */
 fg_status ft_ckpt_save(const fg_lm_adapters *ad, const char *dir, const void *optimizer, size_t optimizer_len,
                        const fg_trainer_state *ts);
+
+/* A checkpoint directory of trained weights (--full, es-finetune --mode full): model.safetensors
+ * holds ps under their names and dtypes; optimizer as ft_ckpt_save's. */
+fg_status ft_weights_save(fg_tensor *const *ps, size_t n, const char *dir, const void *optimizer, size_t optimizer_len,
+                          const fg_trainer_state *ts);
+/* Such a checkpoint's weights into ps (strict: every name, shape and dtype), all checked before
+ * any is written. */
+fg_status ft_weights_load(fg_tensor *const *ps, size_t n, const fg_ckpt_dir *d);
 
 /* The run; 0, or 1 after reporting as cmd. */
 int ft_run(const char *cmd, fg_lm *lm, const ft_data *data, const ft_opts *o, ft_result *r);

@@ -10,6 +10,7 @@ struct fg_lm_full {
   size_t n_layer;
   fg_tensor **params;   /* the trainable weights, in order */
   fg_lm_weight *kinds;
+  size_t *slot;         /* each parameter's index in grad_of */
   size_t n;
   float **grad_of;      /* (FG_LM_W_FIRST_LAYER + n_layer x per-layer kinds): gradient or NULL */
   bool muon;
@@ -26,6 +27,7 @@ void fg_lm_full_free(fg_lm_full *f) {
   for (size_t i = 0; f->params && i < f->n; i++) fg_tensor_free(f->params[i]);
   free(f->params);
   free(f->kinds);
+  free(f->slot);
   free(f->grad_of);
   free(f);
 }
@@ -36,14 +38,20 @@ static fg_status add_param(fg_lm_full *f, size_t layer, fg_lm_weight k, const fg
   fg_tensor *t = NULL;
   fg_status st = fg_tensor_wrap(fg_lm_device(f->lm), wi->name, wi->dtype, vec ? 1 : 2, vec ? shape + 1 : shape,
                                 wi->data, &t);
-  if (!st) st = fg_tensor_grad_alloc(t);
-  if (st) {
-    fg_tensor_free(t);
-    return st;
-  }
+  if (st) return st;
+  f->slot[f->n] = index_of(layer, k);
   f->params[f->n] = t;
   f->kinds[f->n++] = k;
-  f->grad_of[index_of(layer, k)] = t->grad;
+  return FG_OK;
+}
+
+/* The gradients, allocated on first need (evolution strategies never ask for them). */
+static fg_status grads(fg_lm_full *f) {
+  for (size_t i = 0; i < f->n; i++) {
+    fg_status st = fg_tensor_grad_alloc(f->params[i]);
+    if (st) return st;
+    f->grad_of[f->slot[i]] = f->params[i]->grad;
+  }
   return FG_OK;
 }
 
@@ -59,8 +67,9 @@ fg_status fg_lm_full_create(fg_lm *lm, uint32_t frozen, fg_lm_full **out) {
     f->params = calloc(slots, sizeof *f->params);
     f->kinds = calloc(slots, sizeof *f->kinds);
     f->grad_of = calloc(slots, sizeof *f->grad_of);
+    f->slot = calloc(slots, sizeof *f->slot);
   }
-  if (!f || !f->params || !f->kinds || !f->grad_of) {
+  if (!f || !f->params || !f->kinds || !f->grad_of || !f->slot) {
     fg_lm_full_free(f);
     return fg_fail(FG_ERR_NOMEM, "fg_lm_full_create: out of memory");
   }
@@ -90,7 +99,7 @@ size_t fg_lm_full_params(const fg_lm_full *f, fg_tensor *const **params, const f
 fg_status fg_lm_full_register(fg_lm_full *f, fg_optim *matrices, fg_optim *vectors) {
   if (!f || !matrices) return fg_fail(FG_ERR_INVALID_ARG, "fg_lm_full_register: NULL argument");
   if (!vectors) vectors = matrices;
-  fg_status st = FG_OK;
+  fg_status st = grads(f);
   for (size_t i = 0; i < f->n && !st; i++) {
     fg_tensor *t = f->params[i];
     const bool head = f->kinds[i] == FG_LM_W_TOK_EMBD || f->kinds[i] == FG_LM_W_OUTPUT;
@@ -112,5 +121,6 @@ fg_status fg_lm_full_grad(fg_lm_full *f, const fg_lm_train_batch *b, float loss_
                           size_t *n_pred) {
   if (!f) return fg_fail(FG_ERR_INVALID_ARG, "fg_lm_full_grad: NULL argument");
   const fg_lm_grad_hooks h = {.weight_grad = weight_grad, .user = f};
-  return fg_lm_grad(f->lm, b, loss_scale, &h, nll_sum, n_pred);
+  fg_status st = grads(f);
+  return st ? st : fg_lm_grad(f->lm, b, loss_scale, &h, nll_sum, n_pred);
 }

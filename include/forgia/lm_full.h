@@ -37,7 +37,8 @@ typedef struct fg_lm_full fg_lm_full;
 
 /* Makes every weight of lm trainable but the kinds in `frozen` (FG_LM_FULL_FREEZE bits; a
  * frozen embedding stays frozen as the tied output too): fg_lm_weights_own, then one tensor
- * per weight with its gradient. Fails with FG_ERR_QUANTIZED_BASE on a quantized weight and
+ * per weight, its f32 gradient allocated by the first fg_lm_full_register or fg_lm_full_grad
+ * (gradient-free training, fg_es_add of the parameters, never pays for one). Fails with FG_ERR_QUANTIZED_BASE on a quantized weight and
  * FG_ERR_INVALID_ARG when nothing is left to train. The model must outlive f. */
 FG_API fg_status fg_lm_full_create(fg_lm *lm, uint32_t frozen, fg_lm_full **out);
 FG_API void fg_lm_full_free(fg_lm_full *f); /* NULL-safe; the model keeps its weights */

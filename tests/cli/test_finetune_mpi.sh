@@ -58,4 +58,13 @@ for np in 2 3; do
   done
   echo "es-finetune, $np ranks: the bytes of one process"
 done
+# es-finetune --mode full: every weight evolves, the population shared the same way.
+esf=(es-finetune "$dir/model" --data "$dir/text.txt" --ctx 8 --batch 2 --population 6 --iterations 2 --mode full
+  --sigma 0.05 --gemm exact --device cpu --threads 1 --quiet)
+"$cli" "${esf[@]}" --save "$dir/esf1" >/dev/null || fail "es-finetune --mode full, one process: exit status $?"
+"$mpiexec" "$np_flag" 2 "$cli" "${esf[@]}" --save "$dir/esf2" >/dev/null || fail "es-finetune --mode full, 2 ranks"
+for f in model.safetensors trainer_state.json; do
+  cmp -s "$dir/esf1/$f" "$dir/esf2/$f" || fail "es-finetune --mode full, 2 ranks: $f differs from one process's"
+done
+echo "es-finetune --mode full, 2 ranks: the bytes of one process"
 echo "PASS: finetune under $mpiexec matches one process"

@@ -288,8 +288,82 @@ TEST(EsFinetuneCli, ResumeIsExactAndRewardsAreReported) {
   EXPECT_GE(mean, 0.0);
   EXPECT_LE(mean, 1.0);
   EXPECT_EQ(2, fgt::run(cli(common + " --reward bleu"), &out, &err));
-  EXPECT_EQ(2, fgt::run(cli(common + " --mode full"), &out, &err));
+  EXPECT_EQ(2, fgt::run(cli(common + " --mode half"), &out, &err));
+  EXPECT_EQ(2, fgt::run(cli(common + " --mode full --lora-rank 2"), &out, &err));
+  EXPECT_EQ(2, fgt::run(cli(common + " --max-new 4"), &out, &err));  // goes with --reward rule
   EXPECT_EQ(2, fgt::run(cli("es-finetune " + f.dir + " --data x --population 5 --antithetic"), &out, &err));
+}
+
+// es-finetune --mode full evolves every weight: a resumed run on another thread count is the
+// bytes of an uninterrupted one, saved as model.safetensors.
+TEST(EsFinetuneCli, FullModeResumesExactly) {
+  TinyFolder f;
+  std::string out, err;
+  const std::string common = "es-finetune " + f.dir + " --data " + f.file("text.txt") +
+                             " --mode full --ctx 8 --batch 2 --population 4 --sigma 0.05 --gemm exact --device cpu "
+                             "--quiet";
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 3 --save " + f.file("one") + " --threads 1"), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli(common + " --iterations 1 --save " + f.file("two") + " --threads 2"), &out, &err)) << err;
+  ASSERT_EQ(0, fgt::run(cli("es-finetune " + f.dir + " --data " + f.file("text.txt") +
+                            " --ctx 8 --batch 2 --population 4 --sigma 0.05 --gemm exact --device cpu --quiet "
+                            "--iterations 3 --resume " + f.file("two") + " --save " + f.file("two")), &out, &err))
+      << err;
+  for (const char *n : {"model.safetensors", "trainer_state.json"})
+    EXPECT_TRUE(same_file(f.file("one/") + n, f.file("two/") + n)) << n;
+  // the weights moved: the checkpoint is not the model's own
+  fg_st_file *a = nullptr, *b = nullptr;
+  ASSERT_EQ(FG_OK, fg_st_open(f.file("one/model.safetensors").c_str(), FG_MAP_READ, &a)) << fg_last_error();
+  ASSERT_EQ(FG_OK, fg_st_open((f.dir + "/model.safetensors").c_str(), FG_MAP_READ, &b)) << fg_last_error();
+  const fg_st_tensor *ta = fg_st_find(a, "model.layers.0.mlp.up_proj.weight"), *tb = fg_st_find(b, "model.layers.0.mlp.up_proj.weight");
+  ASSERT_TRUE(ta && tb);
+  EXPECT_EQ(ta->nbytes, tb->nbytes);
+  const auto fa = fgt::read_file(f.file("one/model.safetensors")), fb = fgt::read_file(f.dir + "/model.safetensors");
+  EXPECT_NE(0, memcmp(fa.data() + fg_st_data_start(a) + ta->begin, fb.data() + fg_st_data_start(b) + tb->begin,
+                      ta->nbytes));
+  fg_st_close(a);
+  fg_st_close(b);
+}
+
+// The rule and accuracy rewards on a model that has learned one sentence by heart (finetune
+// --full): greedy generation from its first token gives the sentence, so the unigram F1 is 1,
+// plus 0.1 when the format envelope holds; the accuracy reward is 1 + 0.1 exp(-NLL).
+TEST(EsFinetuneCli, RuleAndAccuracyRewardsOnAMemorizedText) {
+  TinyFolder f;
+  std::string out, err;
+  const std::string fox = "The quick brown fox jumps over the lazy dog.";
+  fgt::write_file(f.file("fox.txt"), fox.data(), fox.size());
+  ASSERT_EQ(0, fgt::run(cli("finetune " + f.dir + " --data " + f.file("fox.txt") + " --full --ctx 64 --steps 30 "
+                            "--lr 0.01 --mode exact --device cpu --quiet --save " + f.file("m")), &out, &err))
+      << err;
+  for (const char *n : {"config.json", "tokenizer.json", "tokenizer_config.json"}) {
+    const auto b = fgt::read_file(f.dir + "/" + n);
+    fgt::write_file(f.file("m/") + n, b.data(), b.size());
+  }
+  std::string ids;
+  ASSERT_EQ(0, fgt::run(cli("tokenize " + f.file("m") + " --file " + f.file("fox.txt")), &ids, &err)) << err;
+  const size_t n_tok = (size_t)std::count(ids.begin(), ids.end(), ' ') + 1;
+  const auto reward = [&](const std::string &extra) {
+    std::string o, e;
+    const std::string mj = f.file("r.jsonl");
+    EXPECT_EQ(0, fgt::run(cli("es-finetune " + f.file("m") + " --data " + f.file("fox.txt") + " --ctx 64 "
+                              "--population 2 --sigma 1e-6 --iterations 1 --gemm exact --device cpu --quiet "
+                              "--metrics " + mj + " " + extra), &o, &e))
+        << e;
+    const auto b = fgt::read_file(mj);
+    const std::string s(b.begin(), b.end());
+    return std::strtod(s.c_str() + s.find("reward_mean\": ") + 14, nullptr);
+  };
+  const std::string gen = "--reward rule --max-new " + std::to_string(n_tok - 1);
+  EXPECT_NEAR(1.0, reward(gen), 1e-6);
+  EXPECT_NEAR(1.1, reward(gen + " --format-prefix he --format-suffix dog."), 1e-6);  // after the first token "T"
+  EXPECT_NEAR(1.0, reward(gen + " --format-prefix quick"), 1e-6);
+  // generating past the sentence: 9 words of the 9 + 4 generated -> F1 2 * 9 / (9 + 13)
+  const double longer = reward("--reward rule --max-new " + std::to_string(n_tok + 12));
+  EXPECT_LT(longer, 1.0);
+  EXPECT_GT(longer, 0.5);
+  const double acc = reward("--reward acc");
+  EXPECT_GT(acc, 1.09);
+  EXPECT_LE(acc, 1.1);
 }
 
 }  // namespace

@@ -8,6 +8,11 @@ model. Checks:
      relative of torch's, the adapters (B and A's update) within 1e-3 relative (norms and two
      fixed projections of every tensor);
   3. a short AdamW run at least halves the loss of the text;
+  3b. full fine-tuning (`finetune --full`) of the dense f32 export: two SGD steps, each step's
+     loss within 1e-4 relative of torch's; every weight's update after one step (minus lr times
+     the gradient) and after two within 1e-3 relative of torch autograd's (the same
+     sketches); `export --weights` of the two-step weights scores the text as a resumed run's
+     third step does (1e-9), below the base;
   4. the merge: `forgia export --dtype f32` (the dense base), `forgia export --adapters`
      onto it, then `forgia eval` of the merged model equals `eval --adapters` of the base
      within 1e-3 (mean NLL, relative) and is better than the base;
@@ -72,6 +77,39 @@ def compare_sketches(got, want, tol, what):
     check(worst <= tol, f"{what}: worst relative difference {worst:.2e} (limit {tol:g}) at {at}")
 
 
+def full_check(fg, base32, tp, w, gf, threads):
+    from safetensors import safe_open
+    common = [fg, "finetune", base32, "--data", tp, "--ctx", "128", "--full", "--quiet", "--threads", str(threads),
+              "--optim", "sgd", "--lr", str(gf["lr"]), "--mode", "exact"]
+    run(common + ["--steps", "0", "--save", os.path.join(w, "full0")])
+    run(common + ["--steps", "1", "--save", os.path.join(w, "full1"), "--metrics", os.path.join(w, "full.jsonl")])
+    run(common + ["--steps", "2", "--resume", os.path.join(w, "full1"), "--save", os.path.join(w, "full2"),
+                  "--metrics", os.path.join(w, "full.jsonl")])
+    run(common + ["--steps", "3", "--resume", os.path.join(w, "full2"), "--metrics", os.path.join(w, "full.jsonl")])
+    got = losses(os.path.join(w, "full.jsonl"))
+    for i, (x, y) in enumerate(zip(got, gf["loss"])):
+        check(abs(x - y) <= 1e-4 * abs(y), f"full, SGD step {i + 1}: loss {x:.7f}, torch {y:.7f} (1e-4 relative)")
+    for d, key, what in (("full1", "sketch1", "one SGD step (the gradient)"), ("full2", "sketch", "two SGD steps")):
+        mine = {}
+        with safe_open(os.path.join(w, "full0", "model.safetensors"), "numpy") as f0, \
+                safe_open(os.path.join(w, d, "model.safetensors"), "numpy") as f1:
+            for k in f1.keys():
+                mine[k] = ref.sketch(f1.get_tensor(k).astype("float64") - f0.get_tensor(k).astype("float64"))
+        check(set(mine) == set(gf[key]), f"full: forgia trains the {len(gf[key])} weights torch does")
+        compare_sketches(mine, gf[key], 1e-3, f"full: every weight's update after {what} against torch autograd")
+    trained = os.path.join(w, "full.gguf")
+    run([fg, "export", "--from-gguf", base32, "--weights", os.path.join(w, "full2"), "--out", trained])
+    b = json.loads(run([fg, "eval", base32, "--file", tp, "--json", "--mode", "exact"]).stdout)
+    t = json.loads(run([fg, "eval", trained, "--file", tp, "--json", "--mode", "exact"]).stdout)
+    mean = lambda r: sum(r["nll"]) / len(r["nll"])  # noqa: E731
+    check(abs(mean(t) - got[-1]) <= 1e-9 * got[-1],
+          f"full: the exported two-step model scores {mean(t):.9f}, the resumed run's third step {got[-1]:.9f}")
+    check(mean(t) < mean(b), f"full: the exported trained model {mean(t):.4f} beats the base {mean(b):.4f}")
+    os.remove(trained)
+    for d in ("full0", "full1", "full2"):
+        os.remove(os.path.join(w, d, "model.safetensors"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--forgia", required=True)
@@ -91,6 +129,12 @@ def main():
         diff = max(abs(live["sketch"][k][i] - g["sketch"][k][i]) / max(g["sketch"][k][0], 1e-30)
                    for k in g["sketch"] for i in range(3))
         check(diff <= 1e-4, f"live reference: sketches equal the golden's (worst {diff:.2e} of the norm)")
+        lf, gf = live["full"], g["full"]
+        check(all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(lf["loss"], gf["loss"])),
+              f"live reference, full: losses {lf['loss']} equal the golden's {gf['loss']} within 1e-5")
+        diff = max(abs(lf[s][k][i] - gf[s][k][i]) / max(gf[s][k][0], 1e-30)
+                   for s in ("sketch1", "sketch") for k in gf[s] for i in range(3))
+        check(diff <= 1e-4, f"live reference, full: sketches equal the golden's (worst {diff:.2e} of the norm)")
         if a.reference_only:
             sys.exit(f"check_ft: {len(failures)} check(s) failed" if failures else 0)
     fg = a.forgia
@@ -119,10 +163,12 @@ def main():
                       "--metrics", os.path.join(w, "adamw.jsonl")])
         l = losses(os.path.join(w, "adamw.jsonl"))
         check(l[-1] <= 0.5 * l[0], f"AdamW, 12 steps: loss {l[0]:.4f} -> {l[-1]:.4f} (at least halved)")
-        # 4. merge -> eval
+        # 3b. full fine-tuning of the dense base
         base32 = os.path.join(w, "base32.gguf")
         merged = os.path.join(w, "merged.gguf")
         run([fg, "export", "--from-gguf", a.model, "--dtype", "f32", "--out", base32])
+        full_check(fg, base32, tp, w, g["full"], a.threads)
+        # 4. merge -> eval
         run([fg, "export", "--from-gguf", base32, "--adapters", os.path.join(w, "adamw"), "--alpha", str(g["alpha"]),
              "--out", merged])
 

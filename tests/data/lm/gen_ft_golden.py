@@ -8,6 +8,10 @@ from forgia's own initial adapters. Into OUT (golden/ft_smollm2.json):
   loss     the mean next-token cross-entropy over ids[1:] before SGD step 1 and before step 2
   sketch   per adapter tensor, after two SGD steps, of B and of A - A0 (the update, as A0 is
            forgia's draw): its norm and its projections on two fixed pseudo-random unit vectors
+  full     full fine-tuning of the same model (every weight, f32, torch.optim.SGD at full.lr,
+           the tied embedding one parameter): the loss before steps 1 and 2, and the sketches of
+           every weight's update after one step (sketch1: -lr times torch autograd's gradient)
+           and after two (sketch), under its GGUF name (Q/K rows in the GGUF's order)
 
 Adapters: peft's LoRA on q, k, v, o, gate, up, down of every layer, dropout 0, scale
 alpha / rank, A and B loaded from `forgia finetune --steps 0`'s adapters.safetensors (B zero).
@@ -29,6 +33,7 @@ import numpy as np
 FT_TEXT = ("The recipe needs three eggs, two cups of flour and a pinch of salt. "
            "Mix the eggs with the flour, add the salt, and bake for twenty minutes.")
 LR = 0.05
+LR_FULL = 0.003
 RANK = 8
 ALPHA = 16.0
 SEED = 7
@@ -70,6 +75,58 @@ def forgia_init(forgia, model, text_path, work):
     subprocess.run([forgia, "finetune", model, "--data", text_path, "--ctx", "128", "--steps", "0", "--lora-rank",
                     str(RANK), "--lora-alpha", str(ALPHA), "--seed", str(SEED), "--save", d, "--quiet"], check=True)
     return read_adapters(os.path.join(d, "adapters.safetensors"))
+
+
+# Hugging Face parameter names -> the GGUF's (per layer and model-wide).
+GGUF_OF = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+           "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+           "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def gguf_name(hf):
+    if hf == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf == "model.norm.weight":
+        return "output_norm.weight"
+    if hf == "lm_head.weight":
+        return "output.weight"
+    _, _, layer, rest = hf.split(".", 3)
+    return f"blk.{layer}.{GGUF_OF[rest.rsplit('.', 1)[0]]}.weight"
+
+
+def reference_full(model, ids):
+    import torch
+    from transformers import AutoModelForCausalLM
+    folder, file = os.path.split(model)
+    m = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, torch_dtype=torch.float32)
+    cfg = m.config
+    heads = {"attn_q": cfg.num_attention_heads, "attn_k": cfg.num_key_value_heads}
+    w0 = {n: p.detach().clone() for n, p in m.named_parameters()}
+    opt = torch.optim.SGD(m.parameters(), lr=LR_FULL)
+    x = torch.tensor([ids])
+    losses = []
+
+    def sketches():
+        sk = {}
+        for n, p in m.named_parameters():
+            d = (p.detach() - w0[n]).double().numpy()
+            g = gguf_name(n)
+            kind = g.split(".")[2] if g.startswith("blk.") else ""
+            if kind in heads:
+                d = permute_rows(d, heads[kind])
+            sk[g] = sketch(d)
+        return sk
+
+    for step in range(2):
+        opt.zero_grad()
+        logits = m(input_ids=x).logits[0, :-1].float()
+        loss = torch.nn.functional.cross_entropy(logits, x[0, 1:])
+        losses.append(float(loss.detach()))
+        loss.backward()
+        opt.step()
+        if step == 0:
+            sk1 = sketches()
+    return {"lr": LR_FULL, "loss": losses, "sketch1": sk1, "sketch": sketches()}
 
 
 def reference(forgia, model, threads):
@@ -125,9 +182,10 @@ def reference(forgia, model, threads):
             b = permute_rows(b, heads[t])
         sk[f"layers.{l}.{t}.lora_a"] = sketch(a - a0[f"layers.{l}.{t}.lora_a"])
         sk[f"layers.{l}.{t}.lora_b"] = sketch(b)
-    print(f"gen_ft_golden: losses {losses}, {time.time() - t0:.1f} s", file=sys.stderr)
+    full = reference_full(model, ids)
+    print(f"gen_ft_golden: losses {losses}, full {full['loss']}, {time.time() - t0:.1f} s", file=sys.stderr)
     return {"text": FT_TEXT, "ids": ids, "lr": LR, "rank": RANK, "alpha": ALPHA, "seed": SEED, "loss": losses,
-            "sketch": sk}
+            "sketch": sk, "full": full}
 
 
 def main():
