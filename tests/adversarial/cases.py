@@ -967,6 +967,13 @@ def runtime_models():
             ("es-finetune-bad-reward", ["es-finetune", "{in}", "--data", "{in}", "--reward", "bleu"], r"bleu"),
             ("es-finetune-odd-antithetic", ["es-finetune", "{in}", "--data", "{in}", "--population", "5",
                                             "--antithetic"], r"even"),
+            ("finetune-full-with-lora", ["finetune", "{in}", "--data", "{in}", "--full", "--lora-rank", "4"], r"--full"),
+            ("finetune-bad-freeze", ["finetune", "{in}", "--data", "{in}", "--full", "--freeze", "attn_x"], r"--freeze"),
+            ("finetune-freeze-alone", ["finetune", "{in}", "--data", "{in}", "--freeze", "norms"], r"--full"),
+            ("es-finetune-bad-mode", ["es-finetune", "{in}", "--data", "{in}", "--mode", "half"], r"half"),
+            ("es-finetune-max-new-alone", ["es-finetune", "{in}", "--data", "{in}", "--max-new", "4"], r"rule"),
+            ("export-weights-and-adapters", ["export", "--from-gguf", "{in}", "--out", "{in}.out.gguf", "--weights",
+                                             "{in}", "--adapters", "{in}"], r"--weights"),
     ):
         out.append(case("usage-" + id, r, argv, 2, msg, setup=small_gguf))
     return out
