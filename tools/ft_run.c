@@ -100,10 +100,12 @@ fg_status ft_weights_save(fg_tensor *const *ps, size_t n, const char *dir, const
   fg_status st = (!e || !bufs) ? fg_fail(FG_ERR_NOMEM, "out of memory") : FG_OK;
   for (size_t i = 0; i < n && !st; i++) {
     const fg_tensor *t = ps[i];
-    bufs[i] = malloc(t->nbytes ? (size_t)t->nbytes : 1);
-    if (!bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
-    if (!st) st = fg_tensor_download(t, bufs[i], (size_t)t->nbytes, NULL);
-    e[i] = (fg_state_dict_entry){t->name, t->dtype, t->ndim, t->shape, bufs[i], t->nbytes};
+    /* a CPU tensor's data is host memory already: written from where it lies */
+    const bool host = fg_device_kind_of(t->dev) == FG_DEVICE_CPU;
+    bufs[i] = host ? NULL : malloc(t->nbytes ? (size_t)t->nbytes : 1);
+    if (!host && !bufs[i]) st = fg_fail(FG_ERR_NOMEM, "out of memory for %s", t->name);
+    if (!st && !host) st = fg_tensor_download(t, bufs[i], (size_t)t->nbytes, NULL);
+    e[i] = (fg_state_dict_entry){t->name, t->dtype, t->ndim, t->shape, host ? t->data : bufs[i], t->nbytes};
   }
   if (!st) st = fg_ckpt_dir_save(dir, FG_CKPT_DIR_MODEL, e, n, ob, olen, ts);
   for (size_t i = 0; bufs && i < n; i++) free(bufs[i]);
