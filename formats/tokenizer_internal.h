@@ -14,6 +14,9 @@ typedef enum fg_tok_pre_kind {
   FG_PRE_LLAMA3,
   FG_PRE_QWEN2,
   FG_PRE_QWEN35,
+  FG_PRE_FALCON,
+  FG_PRE_DEEPSEEK_CODER,
+  FG_PRE_DEEPSEEK_LLM,
 } fg_tok_pre_kind;
 
 /* A compiled pre-tokenizer (tokenizer_pre.c). Immutable once built: encodes on several

@@ -6,9 +6,11 @@
  *     also takes U+180E, which Unicode stopped calling a space in 6.3;
  *   - PCRE2_MATCH_INVALID_UTF: invalid UTF-8 never matches, so those bytes fall into the
  *     gaps between matches and stay pieces of their own, instead of failing the match.
- * Text between matches is a piece too (the "isolated" split of the reference). */
+ * Text between matches is a piece too (the "isolated" split of the reference). A kind may be
+ * a sequence of regexes, as llama.cpp runs them: each cuts every piece of the one before. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +34,47 @@ static const char re_qwen2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N
 static const char re_qwen35[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^" WS
                                 "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|" SPACES "*[\\r\\n]+|" SPACES "+(?!" NOT_SPACE
                                 ")|" SPACES "+";
-/* SmolLM: every \p{N} character is cut off alone first (the Digits pre-tokenizer with
- * individual_digits, whose test is Rust's char::is_numeric: Nd, Nl and No), then GPT-2's. */
+/* SmolLM (and StarCoder, Refact, Command-R): every \p{N} character is cut off alone first
+ * (the Digits pre-tokenizer with individual_digits, whose test is Rust's char::is_numeric: Nd,
+ * Nl and No), then GPT-2's. */
 static const char re_digit[] = "\\p{N}";
+/* Falcon: punctuation runs, then GPT-2's, then runs of three ASCII digits. */
+static const char re_falcon_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|`]+";
+static const char re_three_digits[] = "[0-9][0-9][0-9]";
+/* DeepSeek: line breaks alone, then words with one leading space, punctuation runs, CJK runs
+ * (U+4E00..U+9FA5, U+0800..U+4E00, Hangul U+AC00..U+D7FF), numbers. */
+static const char re_line_break[] = "[\\r\\n]";
+static const char re_ds_letters[] = SPACES "?\\p{L}+";
+static const char re_ds_punct[] = SPACES "?\\p{P}+";
+static const char re_cjk[] = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
+static const char re_one_number[] = "\\p{N}";
+static const char re_numbers[] = "\\p{N}+";
+/* DeepSeek LLM: the cased letters (its own class), ASCII and full-width punctuation, trailing
+ * space. */
+static const char re_dsl_letters[] =
+    SPACES "?[\\x{41}-\\x{5A}\\x{61}-\\x{7A}\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}"
+    "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}"
+    "\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}"
+    "\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}"
+    "\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}"
+    "\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}"
+    "\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}"
+    "\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}"
+    "\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}"
+    "\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}"
+    "\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}"
+    "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}"
+    "\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+";
+static const char re_dsl_punct[] =
+    SPACES "?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+";
+static const char re_trailing_space[] = SPACES "+\\z";
+
+#define MAX_STAGES 6
 
 struct fg_tok_pre {
   fg_tok_pre_kind kind;
-  pcre2_code *main;
-  pcre2_code *digits; /* SmolLM's first split, else NULL */
+  pcre2_code *re[MAX_STAGES]; /* applied in order, each to the pieces of the one before */
+  size_t n;
 };
 
 static const struct {
@@ -49,7 +84,9 @@ static const struct {
     /* Our kind names, then the tokenizer.ggml.pre strings llama.cpp writes for them. */
     {"gpt2", FG_PRE_GPT2},     {"gpt-2", FG_PRE_GPT2},         {"smollm", FG_PRE_SMOLLM},
     {"llama3", FG_PRE_LLAMA3}, {"llama-bpe", FG_PRE_LLAMA3},   {"qwen2", FG_PRE_QWEN2},
-    {"qwen35", FG_PRE_QWEN35},
+    {"qwen35", FG_PRE_QWEN35}, {"starcoder", FG_PRE_SMOLLM},  {"refact", FG_PRE_SMOLLM},
+    {"command-r", FG_PRE_SMOLLM}, {"mpt", FG_PRE_GPT2},       {"falcon", FG_PRE_FALCON},
+    {"deepseek-coder", FG_PRE_DEEPSEEK_CODER}, {"deepseek-llm", FG_PRE_DEEPSEEK_LLM},
 };
 
 fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
@@ -60,8 +97,8 @@ fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
       return FG_OK;
     }
   return fg_fail(FG_ERR_UNSUPPORTED,
-                 "tokenizer: unknown pre-tokenizer \"%s\" (expected gpt2, gpt-2, smollm, llama3, llama-bpe, qwen2 "
-                 "or qwen35)",
+                 "tokenizer: unknown pre-tokenizer \"%s\" (expected gpt2, gpt-2, smollm, llama3, llama-bpe, qwen2, "
+                 "qwen35, starcoder, refact, command-r, mpt, falcon, deepseek-coder or deepseek-llm)",
                  name);
 }
 
@@ -72,6 +109,9 @@ const char *fg_tok_pre_kind_name(fg_tok_pre_kind kind) {
     case FG_PRE_LLAMA3: return "llama3";
     case FG_PRE_QWEN2: return "qwen2";
     case FG_PRE_QWEN35: return "qwen35";
+    case FG_PRE_FALCON: return "falcon";
+    case FG_PRE_DEEPSEEK_CODER: return "deepseek-coder";
+    case FG_PRE_DEEPSEEK_LLM: return "deepseek-llm";
     default: return "";
   }
 }
@@ -94,20 +134,28 @@ static fg_status compile(const char *re, pcre2_code **out) {
 }
 
 fg_status fg_tok_pre_new(fg_tok_pre_kind kind, fg_tok_pre **out) {
-  const char *re = NULL;
+  const char *seq[MAX_STAGES] = {NULL};
   switch (kind) {
-    case FG_PRE_GPT2:
-    case FG_PRE_SMOLLM: re = re_gpt2; break;
-    case FG_PRE_LLAMA3: re = re_llama3; break;
-    case FG_PRE_QWEN2: re = re_qwen2; break;
-    case FG_PRE_QWEN35: re = re_qwen35; break;
+    case FG_PRE_GPT2: seq[0] = re_gpt2; break;
+    case FG_PRE_SMOLLM: seq[0] = re_digit, seq[1] = re_gpt2; break;
+    case FG_PRE_LLAMA3: seq[0] = re_llama3; break;
+    case FG_PRE_QWEN2: seq[0] = re_qwen2; break;
+    case FG_PRE_QWEN35: seq[0] = re_qwen35; break;
+    case FG_PRE_FALCON: seq[0] = re_falcon_punct, seq[1] = re_gpt2, seq[2] = re_three_digits; break;
+    case FG_PRE_DEEPSEEK_CODER:
+      seq[0] = re_line_break, seq[1] = re_ds_letters, seq[2] = re_ds_punct, seq[3] = re_cjk, seq[4] = re_one_number;
+      break;
+    case FG_PRE_DEEPSEEK_LLM:
+      seq[0] = re_line_break, seq[1] = re_dsl_letters, seq[2] = re_dsl_punct, seq[3] = re_trailing_space,
+      seq[4] = re_cjk, seq[5] = re_numbers;
+      break;
     default: return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: pre-tokenizer kind %d out of range", (int)kind);
   }
   fg_tok_pre *p = calloc(1, sizeof *p);
   if (!p) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
   p->kind = kind;
-  fg_status s = compile(re, &p->main);
-  if (s == FG_OK && kind == FG_PRE_SMOLLM) s = compile(re_digit, &p->digits);
+  fg_status s = FG_OK;
+  for (size_t i = 0; i < MAX_STAGES && seq[i] && s == FG_OK; i++) s = compile(seq[i], &p->re[p->n++]);
   if (s != FG_OK) {
     fg_tok_pre_free(p);
     return s;
@@ -118,8 +166,7 @@ fg_status fg_tok_pre_new(fg_tok_pre_kind kind, fg_tok_pre **out) {
 
 void fg_tok_pre_free(fg_tok_pre *p) {
   if (!p) return;
-  pcre2_code_free(p->main);
-  pcre2_code_free(p->digits);
+  for (size_t i = 0; i < p->n; i++) pcre2_code_free(p->re[i]);
   free(p);
 }
 
@@ -149,33 +196,40 @@ static int split_re(const pcre2_code *code, pcre2_match_data *md, const char *te
   return 0;
 }
 
+/* One stage of a split: its regex over a piece, every piece it makes going to the next stage
+ * (or out, after the last). */
+typedef struct stage {
+  const fg_tok_pre *p;
+  pcre2_match_data **md;
+  size_t at;
+  fg_tok_piece_fn fn;
+  void *ctx;
+} stage;
+
+static int run_stage(const stage *st, const char *text, size_t len);
+
+static int next_stage(void *c, const char *text, size_t len) {
+  stage nx = *(const stage *)c;
+  nx.at++;
+  return run_stage(&nx, text, len);
+}
+
+static int run_stage(const stage *st, const char *text, size_t len) {
+  const bool last = st->at + 1 == st->p->n;
+  return split_re(st->p->re[st->at], st->md[st->at], text, len, last ? st->fn : next_stage,
+                  last ? st->ctx : (void *)st);
+}
+
 int fg_tok_pre_split(const fg_tok_pre *p, const char *text, size_t len, fg_tok_piece_fn fn, void *ctx) {
-  pcre2_match_data *md = pcre2_match_data_create(4, NULL);
-  pcre2_match_data *md2 = p->digits ? pcre2_match_data_create(4, NULL) : NULL;
-  if (!md || (p->digits && !md2)) {
-    pcre2_match_data_free(md);
-    pcre2_match_data_free(md2);
-    return -(int)FG_ERR_NOMEM;
-  }
+  pcre2_match_data *md[MAX_STAGES] = {NULL};
   int r = 0;
-  if (!p->digits) {
-    r = split_re(p->main, md, text, len, fn, ctx);
-  } else {
-    /* Each \p{N} character alone; GPT-2's pattern inside the runs between them. */
-    size_t pos = 0, gap = 0;
-    while (pos < len && !r) {
-      int rc = pcre2_match(p->digits, (PCRE2_SPTR)text, len, pos, 0, md, NULL);
-      if (rc < 0) break;
-      const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-      size_t b = ov[0], e = ov[1];
-      if (b > gap && (r = split_re(p->main, md2, text + gap, b - gap, fn, ctx)) != 0) break;
-      r = fn(ctx, text + b, e - b);
-      pos = gap = e;
-    }
-    if (!r && gap < len) r = split_re(p->main, md, text + gap, len - gap, fn, ctx);
+  for (size_t i = 0; i < p->n && !r; i++)
+    if (!(md[i] = pcre2_match_data_create(4, NULL))) r = -(int)FG_ERR_NOMEM;
+  if (!r) {
+    const stage st = {p, md, 0, fn, ctx};
+    r = run_stage(&st, text, len);
   }
-  pcre2_match_data_free(md);
-  pcre2_match_data_free(md2);
+  for (size_t i = 0; i < p->n; i++) pcre2_match_data_free(md[i]);
   return r;
 }
 

@@ -14,7 +14,7 @@
 const char fg_cmd_tokenize_summary[] = "print the token ids of a text, with the tokenizer a GGUF or HF folder carries";
 
 static const char synopsis[] =
-    "forgia tokenize PATH (--text T | --file F | --chat MESSAGES.json [--add-generation-prompt] [--no-think] "
+    "forgia tokenize PATH (--text T | --file F | --jsonl F | --chat MESSAGES.json [--add-generation-prompt] [--no-think] "
     "[--template NAME] [--date D]) [--no-bos]";
 
 static void usage(FILE *f) {
@@ -23,7 +23,8 @@ static void usage(FILE *f) {
           "PATH is a GGUF file (its metadata alone is read) or a Hugging Face folder holding\n"
           "tokenizer.json (and tokenizer_config.json). Prints the ids of T, separated by single\n"
           "spaces, on one line; with --file F, one such line for every line of F (the line\n"
-          "without its \\n). The BOS id comes first when the tokenizer adds one (GGUF\n"
+          "without its \\n); with --jsonl F, one for every line of F that holds a JSON string or an\n"
+          "object with a \"text\" string (texts with newlines, the empty text). The BOS id comes first when the tokenizer adds one (GGUF\n"
           "tokenizer.ggml.add_bos_token, tokenizer_config.json add_bos_token); --no-bos leaves it\n"
           "out. Added tokens (<|im_start|>, <think>, ...) written in the text are matched whole.\n\n"
           "--file - and --chat - read standard input (a file named \"-\" is ./-).\n\n"
@@ -59,6 +60,35 @@ static int print_ids(const fg_tokenizer *t, const char *text, size_t len, bool b
   return 0;
 }
 
+/* --jsonl: one JSON string (or {"text": ...}) per line, one line of ids each. */
+static int jsonl(const fg_tokenizer *t, const char *file, bool bos) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  if (fg_cli_read_input(file, 0, &buf, &len)) {
+    fg_cli_report("tokenize", fg_cli_chat_shown(file));
+    return 1;
+  }
+  int rc = 0;
+  size_t line = 0;
+  for (size_t at = 0; !rc && at < len;) {
+    const uint8_t *nl = memchr(buf + at, '\n', len - at);
+    const size_t end = nl ? (size_t)(nl - buf) : len;
+    line++;
+    cJSON *j = cJSON_ParseWithLength((const char *)buf + at, end - at);
+    const cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "text") : j;
+    if (!cJSON_IsString(s)) {
+      fg_cli_fail("tokenize", fg_cli_chat_shown(file), "line %zu: expected a JSON string or {\"text\": string}", line);
+      rc = 1;
+    } else if ((rc = print_ids(t, s->valuestring, strlen(s->valuestring), bos)) != 0) {
+      fg_cli_report("tokenize", fg_cli_chat_shown(file));
+    }
+    cJSON_Delete(j);
+    at = end + 1;
+  }
+  free(buf);
+  return rc;
+}
+
 static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
   char *prompt = NULL;
   size_t plen = 0, n = 0;
@@ -86,7 +116,8 @@ done:
 }
 
 int fg_cmd_tokenize(int argc, char **argv) {
-  const char *text = NULL, *file = NULL, *path = NULL, *chat_file = NULL, *tmpl_name = NULL, *date = NULL;
+  const char *text = NULL, *file = NULL, *path = NULL, *chat_file = NULL, *tmpl_name = NULL, *date = NULL,
+             *jl = NULL;
   bool no_bos = false, gen = false, no_think = false;
   const fg_cli_opt opts[] = {{"--text", &text, NULL},
                              {"--file", &file, NULL},
@@ -95,14 +126,15 @@ int fg_cmd_tokenize(int argc, char **argv) {
                              {"--add-generation-prompt", NULL, &gen},
                              {"--no-think", NULL, &no_think},
                              {"--template", &tmpl_name, NULL},
-                             {"--date", &date, NULL}};
+                             {"--date", &date, NULL},
+                             {"--jsonl", &jl, NULL}};
   const char *const pos_names[] = {"PATH"};
-  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, 8, pos_names, &path, 1, 0, 0};
+  fg_cli_spec spec = {"tokenize", synopsis, usage, opts, sizeof opts / sizeof opts[0], pos_names, &path, 1, 0, 0};
   int prc = fg_cli_parse(&spec, argc, argv);
   if (prc != FG_CLI_GO) return prc;
-  if ((text != NULL) + (file != NULL) + (chat_file != NULL) != 1)
-    return fg_cli_usage_error(&spec, text ? (file ? "--file" : "--chat") : "--text",
-                              "give exactly one of --text, --file and --chat");
+  if ((text != NULL) + (file != NULL) + (chat_file != NULL) + (jl != NULL) != 1)
+    return fg_cli_usage_error(&spec, text ? (file ? "--file" : chat_file ? "--chat" : "--jsonl") : "--text",
+                              "give exactly one of --text, --file, --jsonl and --chat");
   if (!chat_file && (gen || no_think || tmpl_name || date))
     return fg_cli_usage_error(&spec, gen ? "--add-generation-prompt" : no_think ? "--no-think" : tmpl_name ? "--template" : "--date",
                               "goes with --chat");
@@ -116,6 +148,8 @@ int fg_cmd_tokenize(int argc, char **argv) {
   if (chat_file) {
     fg_chat_opts o = {.add_generation_prompt = gen, .no_think = no_think, .date = date};
     rc = chat(t, path, chat_file, tmpl_name, &o);
+  } else if (jl) {
+    rc = jsonl(t, jl, bos);
   } else if (text) {
     rc = print_ids(t, text, strlen(text), bos);
     if (rc) fg_cli_report("tokenize", path);

@@ -145,6 +145,35 @@ TEST(Tokenizer, PreTokenizerPiecesEqualReference) {
   }
 }
 
+// The pre-tokenizers llama.cpp runs as a sequence of regexes, each cutting every piece of the
+// one before (the pieces worked out by hand from the regexes; llama.cpp's own vocabularies are
+// the interop check, tests/data/tok/llama_vocabs.py).
+TEST(Tokenizer, SequencedPreTokenizersCutEveryPieceAgain) {
+  struct Case {
+    const char *kind, *text;
+    std::vector<std::string> pieces;
+  } cases[] = {
+      // falcon: punctuation runs, then GPT-2's pattern, then runs of three digits
+      {"falcon", "Hello, world 12345!", {"Hello", ",", " world", " ", "123", "45", "!"}},
+      // starcoder (as smollm): every digit alone, then GPT-2's
+      {"starcoder", "ab 12", {"ab", " ", "1", "2"}},
+      {"mpt", "don't stop", {"don", "'t", " stop"}},
+      // deepseek-coder: line breaks, letter words with one space, punctuation runs, CJK runs, digits
+      {"deepseek-coder", "Hi there!\n\xe4\xbd\xa0\xe5\xa5\xbd 42", {"Hi", " there", "!", "\n", "\xe4\xbd\xa0\xe5\xa5\xbd", " ", "4", "2"}},
+      // deepseek-llm: cased letters only in words, numbers as runs, trailing spaces alone
+      {"deepseek-llm", "Ab 123  ", {"Ab", " ", "123", "  "}},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> got;
+    auto fn = [](void *ctx, const char *p, size_t len) {
+      static_cast<std::vector<std::string> *>(ctx)->emplace_back(p, len);
+      return 0;
+    };
+    ASSERT_EQ(FG_OK, fg_tok_pretokenize(c.kind, c.text, strlen(c.text), fn, &got)) << c.kind << ": " << fg_last_error();
+    EXPECT_EQ(c.pieces, got) << c.kind << " on " << c.text;
+  }
+}
+
 TEST(Tokenizer, IdsEqualReferenceOnCorpus) {
   Json g(kDir + "goldens.json");
   ASSERT_NE(g.root, nullptr);
