@@ -224,8 +224,11 @@ static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   t->is_added = calloc(t->n, sizeof *t->is_added);
   t->is_special = calloc(t->n, sizeof *t->is_special);
   if (v->model == FG_TOK_SPM) t->scores = malloc(t->n * sizeof *t->scores);
-  if (!t->blob || !t->off || !t->type || !t->is_added || !t->is_special || (v->model == FG_TOK_SPM && !t->scores))
+  if (v->rstrip) t->rstrip = malloc(t->n * sizeof *t->rstrip);
+  if (!t->blob || !t->off || !t->type || !t->is_added || !t->is_special || (v->model == FG_TOK_SPM && !t->scores) ||
+      (v->rstrip && !t->rstrip))
     return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for %zu tokens", t->n);
+  if (v->rstrip) memcpy(t->rstrip, v->rstrip, t->n * sizeof *t->rstrip);
   size_t o = 0;
   for (size_t i = 0; i < t->n; i++) {
     size_t n = text_len(v->tokens, v->token_lens, i);
@@ -309,6 +312,7 @@ void fg_tokenizer_close(fg_tokenizer *t) {
   free(t->scores);
   free(t->is_added);
   free(t->is_special);
+  free(t->rstrip);
   free(t->merges);
   free(t->added_sorted);
   free(t);
@@ -431,6 +435,9 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
     if (s != FG_OK || id < 0) break;
     s = fg_tok_ids_push(&out, id);
     pos = at + fg_tok_len(t, id);
+    /* llama.cpp's RSTRIP: the token swallows the ASCII whitespace after it */
+    if (t->rstrip && t->rstrip[id])
+      while (pos < n && (src[pos] == ' ' || (src[pos] >= '\t' && src[pos] <= '\r'))) pos++;
   }
   free(norm);
   if (s != FG_OK) {

@@ -117,8 +117,10 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   } else if (str_is(g.model, "llama")) {
     v = fg_tok_vocab_init(FG_TOK_SPM);
     if (!g.has_scores) return fg_fail(FG_ERR_NOT_FOUND, "%s: a llama tokenizer without tokenizer.ggml.scores", path);
-    /* llama.cpp's default for SentencePiece vocabularies: the dummy prefix is on. */
+    /* llama.cpp's default for SentencePiece vocabularies: the dummy prefix is on, before every
+     * run of text that starts the text or follows a special token (its fragments). */
     v.add_space_prefix = g.has_add_space_prefix ? g.add_space_prefix : true;
+    v.prefix_at = FG_TOK_PREFIX_SEGMENT;
   } else {
     return fg_fail(FG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)",
                    path, (int)g.model.len, g.model.ptr);
@@ -130,7 +132,8 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   const char **tok = NULL, **mer = NULL;
   size_t *tok_len = NULL, *mer_len = NULL;
   float *scores = NULL;
-  int32_t *types = NULL;
+  int32_t *types = NULL, *added = NULL;
+  bool *rstrip = NULL;
   char *pre = NULL;
   if ((s = strings_of(f, "tokenizer.ggml.tokens", &g.tokens, &tok, &tok_len))) goto done;
   if (g.has_merges && (s = strings_of(f, "tokenizer.ggml.merges", &g.merges, &mer, &mer_len))) goto done;
@@ -145,16 +148,31 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
       scores[j] = (float)d;
     }
   }
-  if (g.has_token_type) {
-    if (!(types = malloc(n * sizeof *types))) {
-      s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
-      goto done;
-    }
-    for (uint64_t j = 0; j < n; j++) {
-      int64_t x;
-      if ((s = fg_gguf_array_int(&g.token_type, j, &x))) goto done;
-      types[j] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
-    }
+  if (!(types = malloc((n ? n : 1) * sizeof *types))) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  for (uint64_t j = 0; j < n; j++) {
+    int64_t x = FG_TOK_TYPE_NORMAL;
+    if (g.has_token_type && (s = fg_gguf_array_int(&g.token_type, j, &x))) goto done;
+    types[j] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
+  }
+  fg_tok_gguf_types(types, tok, tok_len, n);
+  /* llama.cpp matches its unknown token in text too */
+  if (!(added = malloc((n ? n : 1) * sizeof *added))) {
+    s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  for (uint64_t j = 0; j < n; j++)
+    if (types[j] == FG_TOK_TYPE_UNKNOWN) added[v.n_added++] = (int32_t)j;
+  v.added = added;
+  {
+    fg_gguf_str name = {0};
+    bool has_name = fg_gguf_get_str(f, "general.name", &name) == FG_OK;
+    fg_clear_error();
+    rstrip = fg_tok_gguf_rstrip(has_name ? name.ptr : NULL, has_name ? name.len : 0, types, tok, tok_len, n, &s);
+    if (s) goto done;
+    v.rstrip = rstrip;
   }
   if (v.model == FG_TOK_BPE) {
     if (!g.has_pre) {
@@ -179,7 +197,7 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   v.n_merges = g.merges.len;
   v.merges = mer;
   v.merge_lens = mer_len;
-  v.add_bos = g.has_add_bos ? g.add_bos : v.model == FG_TOK_SPM;
+  v.add_bos = g.has_add_bos ? g.add_bos : fg_tok_gguf_default_bos(v.model, pre);
   if ((s = id_field(f, "tokenizer.ggml.bos_token_id", g.has_bos, g.bos, n, &v.bos_id)) ||
       (s = id_field(f, "tokenizer.ggml.eos_token_id", g.has_eos, g.eos, n, &v.eos_id)) ||
       (s = id_field(f, "tokenizer.ggml.unknown_token_id", g.has_unk, g.unk, n, &v.unk_id)))
@@ -193,6 +211,8 @@ done:
   free(mer_len);
   free(scores);
   free(types);
+  free(added);
+  free(rstrip);
   free(pre);
   return s;
 }

@@ -48,6 +48,7 @@ struct fg_tokenizer {
   float *scores;    /* SPM */
   bool *is_added;   /* matched whole in text, and decoded as its raw text */
   bool *is_special; /* left out by a decode that skips special tokens */
+  bool *rstrip;     /* added tokens that take the whitespace after them; NULL: none */
   fg_name_table tab;
   fg_tok_merge_slot *merges;
   uint64_t merge_cap; /* power of two */
@@ -63,6 +64,16 @@ struct fg_tokenizer {
 
 static inline const char *fg_tok_text(const fg_tokenizer *t, int32_t id) { return t->blob + t->off[id]; }
 static inline size_t fg_tok_len(const fg_tokenizer *t, int32_t id) { return t->off[id + 1] - t->off[id] - 1; }
+
+/* llama.cpp's rules for a GGUF vocabulary (tokenizer_gguf_rules.c): the tokens it treats as
+ * control tokens whatever their stored type (end-of-turn, end-of-generation and fill-in-the-
+ * middle markers), by their text; whether it adds a BOS when the file does not say; which
+ * added tokens take the whitespace after them (Phi-3, by general.name). */
+void fg_tok_gguf_types(int32_t *types, const char *const *tok, const size_t *len, size_t n);
+bool fg_tok_gguf_default_bos(fg_tok_model model, const char *pre);
+/* NULL with *fail FG_OK when no token strips; a calloc'd array otherwise. */
+bool *fg_tok_gguf_rstrip(const char *name, size_t name_len, const int32_t *types, const char *const *tok,
+                         const size_t *len, size_t n, fg_status *fail);
 
 /* A growable id list. */
 typedef struct fg_tok_ids {

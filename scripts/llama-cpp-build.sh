@@ -2,7 +2,8 @@
 # Builds the llama.cpp that forgia's transformer runtime is measured against: the one vendored in
 # the llama-cpp-python 0.3.36 source distribution (llama.cpp commit 0c1e570), CPU only, Release,
 # GGML_NATIVE, no network code. Targets: llama-bench, llama-perplexity, llama-quantize, and
-# tests/data/lm/llama_nll.cpp (per-token NLL dump) linked against the built libllama.
+# tests/data/lm/llama_nll.cpp (per-token NLL dump) and tests/data/tok/llama_tok.cpp (token ids)
+# linked against the built libllama.
 # Nothing of llama.cpp is committed; everything lands under PREFIX.
 #
 #   scripts/llama-cpp-build.sh [PREFIX]
@@ -66,14 +67,19 @@ if [ "$missing" = 1 ]; then
   echo "llama-cpp-build.sh: llama.cpp targets built in $(( $(date +%s) - start )) s" >&2
 fi
 
-nll_src="$root/tests/data/lm/llama_nll.cpp"
-if [ ! -x "$bin/llama_nll" ] || [ "$nll_src" -nt "$bin/llama_nll" ]; then
-  libs=()
-  for l in src/libllama.a ggml/src/libggml.a ggml/src/libggml-cpu.a ggml/src/libggml-base.a; do
-    [ -f "$build/$l" ] || { echo "llama-cpp-build.sh: $build/$l missing" >&2; exit 2; }
-    libs+=("$build/$l")
-  done
-  nice -n 5 g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -I"$src/ggml/include" \
-    "$nll_src" "${libs[@]}" -fopenmp -lpthread -ldl -lm -o "$bin/llama_nll"
-fi
+# The two reference tools linked against the static libllama: llama_nll (per-token NLL) and
+# llama_tok (token ids and detokenized text, tests/data/tok/llama_tok.cpp).
+for tool in "lm/llama_nll" "tok/llama_tok"; do
+  tool_src="$root/tests/data/$tool.cpp"
+  name=$(basename "$tool")
+  if [ ! -x "$bin/$name" ] || [ "$tool_src" -nt "$bin/$name" ]; then
+    libs=()
+    for l in src/libllama.a ggml/src/libggml.a ggml/src/libggml-cpu.a ggml/src/libggml-base.a; do
+      [ -f "$build/$l" ] || { echo "llama-cpp-build.sh: $build/$l missing" >&2; exit 2; }
+      libs+=("$build/$l")
+    done
+    nice -n 5 g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -I"$src/ggml/include" \
+      "$tool_src" "${libs[@]}" -fopenmp -lpthread -ldl -lm -o "$bin/$name"
+  fi
+done
 echo "$bin"

@@ -86,6 +86,9 @@ typedef struct fg_tok_vocab {
   const bool *special;           /* per token: special, left out where a decode skips them
                                     (Hugging Face: the added tokens marked "special"); NULL:
                                     the tokens of type CONTROL or UNKNOWN, llama.cpp's rule */
+  const bool *rstrip;            /* per token, or NULL (none): an added token that takes the
+                                    whitespace after it in the text (llama.cpp's RSTRIP, Hugging
+                                    Face's rstrip) */
 } fg_tok_vocab;
 
 /* A vocabulary with every field at its neutral value (ids -1, flags false, no arrays). */

@@ -122,6 +122,13 @@ std::string stream_decode(const fg_tokenizer *t, const std::vector<int32_t> &ids
   return out;
 }
 
+// Whether s holds one of the fixtures' added or special tokens.
+bool has_added(const std::string &s) {
+  for (const char *a : {"<|im_start|>", "<|im_end|>", "<|endoftext|>", "<s>", "</s>", "<unk>", "<think>", "</think>"})
+    if (s.find(a) != std::string::npos) return true;
+  return false;
+}
+
 const char *kNames[] = {"gpt2", "smollm", "qwen2", "qwen35", "llama3", "smollm2", "spm"};
 
 TEST(Tokenizer, PreTokenizerPiecesEqualReference) {
@@ -325,8 +332,12 @@ TEST(Tokenizer, DecodeInvertsEncodeAndStreamsTheSameBytes) {
     for (size_t i = 0; i < texts.size(); i++) {
       std::vector<int32_t> ids = encode(t.t, texts[i]);
       std::string d = decode(t.t, ids);
-      ASSERT_EQ(d, texts[i]) << name << ": text " << i;
       ASSERT_EQ(stream_decode(t.t, ids), d) << name << ": text " << i;
+      // llama.cpp gives the text after a special token in a SentencePiece GGUF its own dummy
+      // prefix, which decodes as a space: no identity there (tests/data/tok/llama_tok.cpp
+      // shows llama.cpp's decode does the same)
+      if (strcmp(name, "spm") == 0 && has_added(texts[i])) continue;
+      ASSERT_EQ(d, texts[i]) << name << ": text " << i;
     }
   }
 }
@@ -588,7 +599,7 @@ TEST(Tokenizer, RandomBytesNeverCrashAndRoundTrip) {
       fg_tokenizer_free_ids(raw);
       std::string d = decode(t.t, ids);
       EXPECT_EQ(stream_decode(t.t, ids), d);
-      if (fg_tokenizer_model(t.t) == FG_TOK_BPE || s.find("\xE2\x96\x81") == std::string::npos) {
+      if (fg_tokenizer_model(t.t) == FG_TOK_BPE || (s.find("\xE2\x96\x81") == std::string::npos && !has_added(s))) {
         ASSERT_EQ(d, s) << name << " iteration " << it;
       }
     }
@@ -625,7 +636,7 @@ TEST(TokenizerCli, TokenizeAndDetokenize) {
   ASSERT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3 --no-bos --file " + d.file("in.txt"), &out, &err), 0) << err;
   EXPECT_EQ(out, plain + "\n\n" + plain + "\n");
   EXPECT_EQ(fgt::run(cli + " tokenize " + kDir + "llama3", &out, &err), 2);
-  EXPECT_NE(err.find("exactly one of --text, --file and --chat"), std::string::npos) << err;
+  EXPECT_NE(err.find("exactly one of --text, --file, --jsonl and --chat"), std::string::npos) << err;
   EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "llama3 12 x7", &out, &err), 2);
   EXPECT_NE(err.find("x7"), std::string::npos) << err;
   EXPECT_EQ(fgt::run(cli + " detokenize " + kDir + "llama3", &out, &err), 2);
@@ -706,7 +717,8 @@ TEST(TokenizerCli, DetokenizeSkipSpecial) {
 
   // The SentencePiece GGUF: <unk> unknown, <s> </s> control, <|im_start|> user-defined. With
   // them among the ids, the skipping decode is the plain decode of the ids whose type is
-  // neither control nor unknown, by the file's own types.
+  // neither control nor unknown, by the types llama.cpp gives them: the file's, except that
+  // <|im_end|> (4, stored user-defined) is an end-of-turn marker and so a control token.
   const std::string spm = kDir + "spm.gguf";
   const std::vector<int32_t> types = gguf_token_types(spm);
   ASSERT_GT(types.size(), 5u);
@@ -728,7 +740,7 @@ TEST(TokenizerCli, DetokenizeSkipSpecial) {
   for (const std::vector<int32_t> &ids : cases) {
     std::vector<int32_t> kept;
     for (int32_t id : ids) {
-      bool special = types[(size_t)id] == FG_TOK_TYPE_CONTROL || types[(size_t)id] == FG_TOK_TYPE_UNKNOWN;
+      bool special = types[(size_t)id] == FG_TOK_TYPE_CONTROL || types[(size_t)id] == FG_TOK_TYPE_UNKNOWN || id == 4;
       EXPECT_EQ(fg_tokenizer_is_special(t.t, id), special) << id;
       if (!special) kept.push_back(id);
     }
@@ -738,7 +750,10 @@ TEST(TokenizerCli, DetokenizeSkipSpecial) {
     EXPECT_EQ(out, want) << ids_arg(ids);
     EXPECT_EQ(err, "");
   }
-  EXPECT_EQ(out, "<|im_start|>Hello world<|im_end|>\n");
+  // llama.cpp's decode keeps the dummy prefix of the run after <|im_start|> (the text was
+  // encoded with it), and <|im_end|> is an end-of-turn marker: llama.cpp makes it a control
+  // token whatever type the file stores, so --skip-special drops it
+  EXPECT_EQ(out, "<|im_start|> Hello world\n");
   ASSERT_EQ(fgt::run(cli + " detokenize " + spm + " --skip-special " + ids_arg(cases[0]), &out, &err), 0) << err;
   EXPECT_EQ(out, "Hello world\n");
 

@@ -146,6 +146,29 @@ def golden(lists):
     return {"first": [list(x) for x in lists[:FULL]], "blocks": blocks, "n_ids": sum(len(x) for x in lists)}
 
 
+def llama_ids(llama_tok, gguf, texts):
+    """llama.cpp's ids (llama_tokenize, add_special false, parse_special true): what runs a GGUF,
+    from tests/data/tok/llama_tok.cpp (built by scripts/llama-cpp-build.sh)."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", encoding="utf-8", delete=False) as f:
+        for t in texts:
+            f.write(json.dumps(t) + "\n")
+    try:
+        out = subprocess.run([llama_tok, gguf, f.name, "--no-bos"], check=True, capture_output=True).stdout
+    finally:
+        os.remove(f.name)
+    lines = out.decode().split("\n")
+    return [[int(x) for x in lines[i].split()] for i in range(len(texts))]
+
+
+def spm_golden(a, out, texts):
+    """spm.gguf's reference: llama.cpp, which is what runs a GGUF (sentencepiece differs on the
+    text around user-defined tokens: llama.cpp gives every run after a special token the dummy
+    prefix)."""
+    return dict(path="spm.gguf", **golden(llama_ids(a.llama_tok, os.path.join(out, "spm.gguf"), texts)))
+
+
 def hf_ids(tok, texts):
     return [tok.encode(t, add_special_tokens=False).ids for t in texts]
 
@@ -332,6 +355,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smollm2-gguf", required=True)
     ap.add_argument("--llama3-json", required=True)
+    ap.add_argument("--llama-tok", required=True, help="tests/data/tok/llama_tok.cpp built by scripts/llama-cpp-build.sh")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tok"))
     ap.add_argument("--n-texts", type=int, default=N_TEXTS,
                     help="corpus size; the committed fixtures use the default, the interop run 10000")
@@ -358,8 +382,8 @@ def main():
     once = tok.encode("Once upon a time", add_special_tokens=False).ids
     assert once == [6403, 1980, 253, 655], once
     g["examples"].append({"path": "smollm2.gguf", "text": "Once upon a time", "ids": once})
-    sp = train_spm(texts, os.path.join(out, "spm.gguf"))
-    g["tokenizers"]["spm"] = dict(path="spm.gguf", **golden([sp.encode(t) for t in texts]))
+    train_spm(texts, os.path.join(out, "spm.gguf"))
+    g["tokenizers"]["spm"] = spm_golden(a, out, texts)
     with open(os.path.join(out, "goldens.json"), "w") as f:
         json.dump(g, f, separators=(",", ":"))
 

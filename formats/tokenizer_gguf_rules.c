@@ -1,0 +1,90 @@
+/* llama.cpp's rules for the vocabularies it loads from a GGUF, beyond what the file stores
+ * (formats/tokenizer_internal.h). forgia's GGUF tokenizer is llama.cpp's, since that is what
+ * runs the file; these are the places where llama.cpp decides from token texts and names. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/tokenizer_internal.h"
+
+/* Texts llama.cpp takes as end-of-turn, end-of-generation and fill-in-the-middle markers: each
+ * becomes a control token (matched whole in text with parse_special) whatever its stored type. */
+static const char *const control_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+    "[EOT]", "[EOS]", "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>", "<end_of_utterance>",
+    "<|eom_id|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "</s>", "<eos>", "<turn|>", "<|tool_response>",
+    "[e~[", "<|fim_prefix|>", "<fim-prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+    "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>", "<fim_prefix>", "<|fim_suffix|>", "<fim-suffix>",
+    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>", "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>",
+    "<|suffix|>", "<fim_suffix>", "<|fim_middle|>", "<fim-middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>",
+    "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>", "<fim_middle>", "<|fim_pad|>", "<fim-pad>", "<PAD>",
+    "[PAD]", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>"};
+
+static bool is(const char *tok, size_t len, const char *lit) { return len == strlen(lit) && !memcmp(tok, lit, len); }
+
+static size_t find(const char *const *tok, const size_t *len, size_t n, const char *lit) {
+  for (size_t i = 0; i < n; i++)
+    if (is(tok[i], len[i], lit)) return i;
+  return n;
+}
+
+void fg_tok_gguf_types(int32_t *types, const char *const *tok, const size_t *len, size_t n) {
+  if (!types) return;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < sizeof control_texts / sizeof control_texts[0]; k++)
+      if (is(tok[i], len[i], control_texts[k]) && types[i] != FG_TOK_TYPE_CONTROL) {
+        types[i] = FG_TOK_TYPE_CONTROL;
+        break;
+      }
+  /* gpt-oss: its channel markers are rendered, user-defined tokens */
+  for (const char *const *u = (const char *const[]){"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL};
+       *u; u++) {
+    const size_t i = find(tok, len, n, *u);
+    if (i < n) types[i] = FG_TOK_TYPE_USER_DEFINED;
+  }
+  /* "<|end|>" is no end of generation where <|return|> and <|call|> (or <|calls|> and
+   * <|flush|>) are: a user-defined token there */
+  const size_t end = find(tok, len, n, "<|end|>");
+  const bool ret = find(tok, len, n, "<|return|>") < n, call = find(tok, len, n, "<|call|>") < n,
+             calls = find(tok, len, n, "<|calls|>") < n, flush = find(tok, len, n, "<|flush|>") < n;
+  if (end < n && ((ret && call) || (calls && flush))) types[end] = FG_TOK_TYPE_USER_DEFINED;
+  /* Gemma 4 and PLaMo: "</s>" is an ordinary token there */
+  const size_t s = find(tok, len, n, "</s>");
+  if (s < n && (find(tok, len, n, "<|tool_response>") < n || find(tok, len, n, "<|plamo:eos|>") < n))
+    types[s] = FG_TOK_TYPE_NORMAL;
+}
+
+bool fg_tok_gguf_default_bos(fg_tok_model model, const char *pre) {
+  if (model == FG_TOK_SPM) return true;
+  static const char *const with_bos[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
+                                         "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon"};
+  for (size_t i = 0; pre && i < sizeof with_bos / sizeof with_bos[0]; i++)
+    if (!strcmp(pre, with_bos[i])) return true;
+  return false;
+}
+
+bool *fg_tok_gguf_rstrip(const char *name, size_t name_len, const int32_t *types, const char *const *tok,
+                         const size_t *len, size_t n, fg_status *fail) {
+  *fail = FG_OK;
+  /* Phi-3 (general.name, any case, holding "phi-3" or "phi3"): every special token but <unk>,
+   * <s> and <|endoftext|> takes the whitespace after it, and so does </s> */
+  bool phi3 = false;
+  for (size_t i = 0; name && i + 4 <= name_len && !phi3; i++) {
+    char w[6] = {0};
+    for (size_t k = 0; k < 5 && i + k < name_len; k++) w[k] = (char)tolower((unsigned char)name[i + k]);
+    phi3 = !strncmp(w, "phi-3", 5) || !strncmp(w, "phi3", 4);
+  }
+  if (!phi3) return NULL;
+  bool *r = calloc(n ? n : 1, sizeof *r);
+  if (!r) {
+    *fail = fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const int32_t ty = types ? types[i] : FG_TOK_TYPE_NORMAL;
+    r[i] = ty == FG_TOK_TYPE_CONTROL || ty == FG_TOK_TYPE_USER_DEFINED || ty == FG_TOK_TYPE_UNKNOWN;
+    if (is(tok[i], len[i], "</s>")) r[i] = true;
+    if (is(tok[i], len[i], "<unk>") || is(tok[i], len[i], "<s>") || is(tok[i], len[i], "<|endoftext|>")) r[i] = false;
+  }
+  return r;
+}
