@@ -26,14 +26,14 @@ PUBLIC = {
     "api.h": "core", "status.h": "core", "cancel.h": "core", "dtype.h": "core", "version.h": "core",
     "device.h": "device", "topology.h": "device", "tensor.h": "device", "ops.h": "device",
     "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "rmsnorm.h": "device", "rope.h": "device", "attention.h": "device", "embed.h": "device",
-    "linear.h": "device", "softmax.h": "device", "lm.h": "runtime", "lm_grad.h": "runtime", "sample.h": "runtime", "comm.h": "device",
+    "linear.h": "device", "softmax.h": "device", "lm.h": "runtime", "lm_grad.h": "runtime", "lm_weights.h": "runtime", "sample.h": "runtime", "comm.h": "device",
     "mapping.h": "core", "output.h": "core", "load.h": "host",
     "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "imatrix.h": "formats", "quant_weighted.h": "formats",
     "ckpt.h": "formats", "ptqtp.h": "formats", "export_ptqtp.h": "formats", "export_merge.h": "formats", "optim_frame.h": "formats",
     "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",
     "tensor_ckpt.h": "training", "optim.h": "training", "optimset.h": "training",
-    "lr_schedule.h": "training", "muon.h": "training", "registry.h": "training", "lora.h": "training", "lm_adapters.h": "training", "es.h": "training",
+    "lr_schedule.h": "training", "muon.h": "training", "registry.h": "training", "lora.h": "training", "lm_adapters.h": "training", "lm_full.h": "training", "es.h": "training",
     "forgia.h": "umbrella",
 }
 
