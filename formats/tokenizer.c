@@ -13,7 +13,7 @@ fg_tok_vocab fg_tok_vocab_init(fg_tok_model model) {
   fg_tok_vocab v;
   memset(&v, 0, sizeof v);
   v.model = model;
-  v.bos_id = v.eos_id = v.unk_id = -1;
+  v.bos_id = v.eos_id = v.unk_id = v.sep_id = -1;
   return v;
 }
 
@@ -186,20 +186,24 @@ static fg_status check_id(const char *what, int32_t id, size_t n) {
 
 static fg_status build(fg_tokenizer *t, const fg_tok_vocab *v) {
   fg_status s;
-  if (v->model != FG_TOK_BPE && v->model != FG_TOK_SPM)
-    return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: model %d is neither FG_TOK_BPE nor FG_TOK_SPM", (int)v->model);
+  if (v->model != FG_TOK_BPE && v->model != FG_TOK_SPM && v->model != FG_TOK_WPM)
+    return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: model %d is none of FG_TOK_BPE, FG_TOK_SPM and FG_TOK_WPM",
+                   (int)v->model);
   if (!v->n_tokens || !v->tokens) return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: the vocabulary has no tokens");
   if (v->n_tokens > INT32_MAX) return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: %zu tokens, more than ids hold", v->n_tokens);
   if (v->model == FG_TOK_SPM && !v->scores)
     return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: a SentencePiece vocabulary needs a score per token");
   if ((s = check_id("bos", v->bos_id, v->n_tokens)) || (s = check_id("eos", v->eos_id, v->n_tokens)) ||
-      (s = check_id("unk", v->unk_id, v->n_tokens)))
+      (s = check_id("unk", v->unk_id, v->n_tokens)) || (s = check_id("sep", v->sep_id, v->n_tokens)))
     return s;
   t->model = v->model;
   t->n = v->n_tokens;
   t->bos = v->bos_id;
   t->eos = v->eos_id;
   t->unk = v->unk_id;
+  t->sep = v->sep_id;
+  t->lowercase = v->lowercase;
+  t->strip_accents = v->strip_accents;
   t->add_bos = v->add_bos;
   t->ignore_merges = v->ignore_merges;
   t->normalize_nfc = v->normalize_nfc;
@@ -356,6 +360,7 @@ static int bpe_piece_cb(void *ctx, const char *piece, size_t len) {
 static fg_status encode_text(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *ids) {
   if (!n) return FG_OK;
   if (t->model == FG_TOK_SPM) return fg_tok_spm_fragment(t, s, n, ids);
+  if (t->model == FG_TOK_WPM) return fg_tok_wpm_fragment(t, s, n, ids);
   bpe_ctx c = {t, ids, FG_OK};
   utf8proc_uint8_t *nfc = NULL;
   if (t->normalize_nfc) {
@@ -440,6 +445,7 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
       while (pos < n && (src[pos] == ' ' || (src[pos] >= '\t' && src[pos] <= '\r'))) pos++;
   }
   free(norm);
+  if (s == FG_OK && add_bos && t->model == FG_TOK_WPM && t->sep >= 0) s = fg_tok_ids_push(&out, t->sep);
   if (s != FG_OK) {
     free(out.v);
     return s;
@@ -466,7 +472,7 @@ static size_t token_bytes(const fg_tokenizer *t, int32_t id, bool first, char *b
     memcpy(buf, s, n);
     return n;
   }
-  if (t->model == FG_TOK_SPM) {
+  if (t->model == FG_TOK_SPM || t->model == FG_TOK_WPM) {
     int byte;
     if (t->type[id] == FG_TOK_TYPE_BYTE && is_byte_piece((const char *)s, n, &byte)) {
       buf[0] = (char)byte;

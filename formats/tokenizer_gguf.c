@@ -121,9 +121,12 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
      * run of text that starts the text or follows a special token (its fragments). */
     v.add_space_prefix = g.has_add_space_prefix ? g.add_space_prefix : true;
     v.prefix_at = FG_TOK_PREFIX_SEGMENT;
+  } else if (str_is(g.model, "bert")) {
+    v = fg_tok_vocab_init(FG_TOK_WPM);
   } else {
-    return fg_fail(FG_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)",
-                   path, (int)g.model.len, g.model.ptr);
+    return fg_fail(FG_ERR_UNSUPPORTED,
+                   "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, llama or bert)", path,
+                   (int)g.model.len, g.model.ptr);
   }
   uint64_t n = g.tokens.len;
   if ((g.has_scores && g.scores.len != n) || (g.has_token_type && g.token_type.len != n))
@@ -202,6 +205,24 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
       (s = id_field(f, "tokenizer.ggml.eos_token_id", g.has_eos, g.eos, n, &v.eos_id)) ||
       (s = id_field(f, "tokenizer.ggml.unknown_token_id", g.has_unk, g.unk, n, &v.unk_id)))
     goto done;
+  if (v.model == FG_TOK_WPM) {
+    /* llama.cpp's BERT defaults: [CLS] 101 opens, [SEP] 102 closes, [UNK] 100 */
+    uint64_t sep = 0;
+    bool has_sep = false;
+    if ((s = get_uint(f, "tokenizer.ggml.seperator_token_id", &has_sep, &sep)) ||
+        (s = id_field(f, "tokenizer.ggml.seperator_token_id", true, has_sep ? sep : 102, n, &v.sep_id)))
+      goto done;
+    /* BERT's normalizer: lower case and accents stripped unless the file says otherwise (the
+     * stripping follows the lower-casing when only that is given) */
+    bool has_lc = false, has_sa = false, lc = true, sa = true;
+    if ((s = get_bool(f, "tokenizer.ggml.normalizer.lowercase", &has_lc, &lc)) ||
+        (s = get_bool(f, "tokenizer.ggml.normalizer.strip_accents", &has_sa, &sa)))
+      goto done;
+    v.lowercase = lc;
+    v.strip_accents = has_sa ? sa : lc;
+    if (v.bos_id < 0 && n > 101) v.bos_id = 101;
+    if (v.unk_id < 0 && n > 100) v.unk_id = 100;
+  }
   s = fg_tokenizer_from_vocab(&v, out);
   if (s) fg_fail_prefix(s, "%s: ", path);
 done:

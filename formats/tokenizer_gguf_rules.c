@@ -55,7 +55,7 @@ void fg_tok_gguf_types(int32_t *types, const char *const *tok, const size_t *len
 }
 
 bool fg_tok_gguf_default_bos(fg_tok_model model, const char *pre) {
-  if (model == FG_TOK_SPM) return true;
+  if (model == FG_TOK_SPM || model == FG_TOK_WPM) return true;
   static const char *const with_bos[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
                                          "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon"};
   for (size_t i = 0; pre && i < sizeof with_bos / sizeof with_bos[0]; i++)

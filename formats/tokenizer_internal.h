@@ -57,9 +57,9 @@ struct fg_tokenizer {
   uint32_t added_start[257];
   size_t max_token_len;
   int32_t byte_ids[256]; /* BPE: the token of one byte's mapped char; SPM: <0xXX>; -1 none */
-  bool ignore_merges, add_space_prefix, add_bos, normalize_nfc;
+  bool ignore_merges, add_space_prefix, add_bos, normalize_nfc, lowercase, strip_accents;
   fg_tok_prefix prefix_at;
-  int32_t bos, eos, unk;
+  int32_t bos, eos, unk, sep;
 };
 
 static inline const char *fg_tok_text(const fg_tokenizer *t, int32_t id) { return t->blob + t->off[id]; }
@@ -101,5 +101,7 @@ const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, 
 /* Encode one piece after pre-tokenization (BPE) or one normalized fragment (SPM). */
 fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out);
 fg_status fg_tok_spm_fragment(const fg_tokenizer *t, const char *frag, size_t len, fg_tok_ids *out);
+/* WordPiece (tokenizer_wpm.c): the text between added tokens. */
+fg_status fg_tok_wpm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);
 
 #endif

@@ -33,6 +33,8 @@ extern "C" {
 typedef enum fg_tok_model {
   FG_TOK_BPE = 1, /* byte-level BPE: GGUF tokenizer.ggml.model "gpt2" */
   FG_TOK_SPM = 2, /* SentencePiece style: GGUF tokenizer.ggml.model "llama" */
+  FG_TOK_WPM = 3, /* WordPiece as llama.cpp runs GGUF tokenizer.ggml.model "bert": word-initial
+                     pieces stored with a leading U+2581, continuations bare */
 } fg_tok_model;
 
 /* GGUF token types (llama.cpp's numbering), used when token_type is given. */
@@ -89,6 +91,10 @@ typedef struct fg_tok_vocab {
   const bool *rstrip;            /* per token, or NULL (none): an added token that takes the
                                     whitespace after it in the text (llama.cpp's RSTRIP, Hugging
                                     Face's rstrip) */
+  int32_t sep_id;                /* WordPiece: closes an encode that adds the BOS (BERT's [SEP], as
+                                    llama.cpp adds it); -1: none */
+  bool lowercase, strip_accents; /* WordPiece: lower-case the text; put it in NFD and drop its
+                                    combining marks (GGUF tokenizer.ggml.normalizer.*) */
 } fg_tok_vocab;
 
 /* A vocabulary with every field at its neutral value (ids -1, flags false, no arrays). */

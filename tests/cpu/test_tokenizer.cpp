@@ -181,6 +181,30 @@ TEST(Tokenizer, SequencedPreTokenizersCutEveryPieceAgain) {
   }
 }
 
+// WordPiece as llama.cpp runs a GGUF "bert" vocabulary (word-initial pieces stored with a
+// leading U+2581): lower case, accents stripped, punctuation a word of its own, greedy longest
+// pieces, a word no pieces cover the unknown token whole, [CLS] ... [SEP] around an encode with
+// its specials. (llama.cpp's own BERT vectors: tests/data/tok/llama_vocabs.py.)
+TEST(Tokenizer, WordPieceAsLlamaCppRunsIt) {
+  const char *tokens[] = {"[UNK]", "[CLS]", "[SEP]", "\xe2\x96\x81hello", "\xe2\x96\x81wor", "ld",
+                          "\xe2\x96\x81!", "\xe2\x96\x81\x61pfel", "\xe2\x96\x81w"};
+  const int32_t types[] = {FG_TOK_TYPE_UNKNOWN, FG_TOK_TYPE_CONTROL, FG_TOK_TYPE_CONTROL, 1, 1, 1, 1, 1, 1};
+  fg_tok_vocab v = fg_tok_vocab_init(FG_TOK_WPM);
+  v.n_tokens = 9;
+  v.tokens = tokens;
+  v.token_type = types;
+  v.bos_id = 1, v.sep_id = 2, v.unk_id = 0;
+  v.add_bos = true, v.lowercase = true, v.strip_accents = true;
+  Tok t;
+  ASSERT_EQ(FG_OK, fg_tokenizer_from_vocab(&v, &t.t)) << fg_last_error();
+  EXPECT_EQ(encode(t.t, "Hello wORld!"), (std::vector<int32_t>{3, 4, 5, 6}));
+  EXPECT_EQ(encode(t.t, "Hello wORld!", true), (std::vector<int32_t>{1, 3, 4, 5, 6, 2}));
+  EXPECT_EQ(encode(t.t, "\xc3\x84pfel  xyz"), (std::vector<int32_t>{7, 0}));   // "Äpfel", then no pieces
+  EXPECT_EQ(encode(t.t, "[CLS]hello[SEP]"), (std::vector<int32_t>{1, 3, 2}));   // specials matched whole
+  EXPECT_EQ(encode(t.t, "wld"), (std::vector<int32_t>{8, 5}));                   // "\u2581w" + "ld"
+  EXPECT_EQ(decode(t.t, {1, 3, 4, 5, 6, 2}), "[CLS] hello world ![SEP]");
+}
+
 TEST(Tokenizer, IdsEqualReferenceOnCorpus) {
   Json g(kDir + "goldens.json");
   ASSERT_NE(g.root, nullptr);
