@@ -72,8 +72,7 @@ fg_status fg_lm_weights_own(fg_lm *lm) {
   void **own = calloc(max, sizeof *own);
   if (!own) return fg_fail(FG_ERR_NOMEM, "%s: out of memory", lm->path);
   /* new pointers first, swapped in only once every copy has been made */
-  const void **src = calloc(max, sizeof *src);
-  fg_status st = src ? FG_OK : fg_fail(FG_ERR_NOMEM, "%s: out of memory", lm->path);
+  fg_status st = FG_OK;
   size_t n = 0;
   for (size_t i = 0; i < max && !st; i++) {
     size_t l;
@@ -81,7 +80,6 @@ fg_status fg_lm_weights_own(fg_lm *lm) {
     unpack(i, &l, &k);
     if (!fg_lm_weight_find(lm, l, k, &wi)) continue;
     const size_t bytes = wi.rows * wi.cols * fg_dtype_info(wi.dtype)->block_bytes;
-    src[i] = wi.data;
     st = fg_device_mem_alloc(lm->dev, bytes ? bytes : 1, &own[i]);
     if (!st) st = fg_device_copy(lm->dev, own[i], wi.data, bytes, FG_COPY_D2D);
     n = i + 1;
@@ -89,7 +87,6 @@ fg_status fg_lm_weights_own(fg_lm *lm) {
   if (st) {
     for (size_t i = 0; i < n; i++) fg_device_mem_free(lm->dev, own[i]);
     free(own);
-    free((void *)src);
     return fg_fail_prefix(st, "%s: copying the weights: ", lm->path);
   }
   for (size_t i = 0; i < max; i++) {
@@ -101,7 +98,6 @@ fg_status fg_lm_weights_own(fg_lm *lm) {
   }
   /* a tied output reads the embedding through its own copy of the binding */
   if (lm->cfg.tied_output) lm->output = lm->tok_embd;
-  free((void *)src);
   lm->own_w = own;
   lm->n_own_w = max;
   return FG_OK;
