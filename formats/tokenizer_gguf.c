@@ -210,8 +210,9 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
     uint64_t sep = 0;
     bool has_sep = false;
     if ((s = get_uint(f, "tokenizer.ggml.seperator_token_id", &has_sep, &sep)) ||
-        (s = id_field(f, "tokenizer.ggml.seperator_token_id", true, has_sep ? sep : 102, n, &v.sep_id)))
+        (s = id_field(f, "tokenizer.ggml.seperator_token_id", has_sep, sep, n, &v.sep_id)))
       goto done;
+    if (!has_sep && n > 102) v.sep_id = 102;
     /* BERT's normalizer: lower case and accents stripped unless the file says otherwise (the
      * stripping follows the lower-casing when only that is given) */
     bool has_lc = false, has_sa = false, lc = true, sa = true;
