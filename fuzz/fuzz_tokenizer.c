@@ -18,7 +18,11 @@
 
 #define MAX_ENTRIES 512
 
-static const char *pre_names[] = {"gpt2", "smollm", "llama3", "qwen2", "qwen35", "llama-bpe", "gpt-2", "bogus"};
+/* The second eight are llama.cpp's regex sequences (falcon, deepseek-*) and names onto kinds;
+ * the input's length picks the half, so a seed's first byte keeps its meaning. */
+static const char *pre_names[] = {"gpt2",      "smollm",         "llama3",       "qwen2",     "qwen35", "llama-bpe",
+                                  "gpt-2",     "bogus",          "falcon",       "deepseek-coder", "deepseek-llm",
+                                  "starcoder", "mpt",            "refact",       "command-r", "smollm"};
 
 /* The GPT-2 byte map, written here independently of the library's: printable Latin-1 bytes
  * stand for themselves, the rest take U+0100 onwards in byte order. */
@@ -107,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   v.merge_lens = merge_lens;
   v.n_added = na;
   v.added = added;
-  v.pre = pre_names[mode & 7];
+  v.pre = pre_names[(mode & 7) | ((size & 1) << 3)];
   v.ignore_merges = mode & 8;
   v.add_space_prefix = mode & 16;
   v.unk_id = spm && nt && (mode & 32) ? 0 : -1;
