@@ -22,15 +22,25 @@ struct Result {
   std::vector<float> grads;
 };
 
-Result grads_on(const std::string &path, const char *spec, size_t keep_bytes) {
-  Result r;
-  fg_device *dev = nullptr;
-  EXPECT_EQ(FG_OK, fg_device_open(spec, &dev)) << fg_last_error();
+// The model at path on device spec, in exact mode (NULL after reporting a failure).
+fg_lm *open_exact(const std::string &path, const char *spec, fg_device **dev) {
+  *dev = nullptr;
+  EXPECT_EQ(FG_OK, fg_device_open(spec, dev)) << fg_last_error();
   fg_lm_options o = {};
   o.mode = FG_GEMM_EXACT;
   fg_lm *lm = nullptr;
-  EXPECT_EQ(FG_OK, fg_lm_open(path.c_str(), dev, &o, &lm)) << fg_last_error();
-  if (!lm) return r;
+  EXPECT_EQ(FG_OK, fg_lm_open(path.c_str(), *dev, &o, &lm)) << fg_last_error();
+  return lm;
+}
+
+Result grads_on(const std::string &path, const char *spec, size_t keep_bytes) {
+  Result r;
+  fg_device *dev = nullptr;
+  fg_lm *lm = open_exact(path, spec, &dev);
+  if (!lm) {
+    fg_device_close(dev);
+    return r;
+  }
   fg_lm_grad_set_keep_bytes(lm, keep_bytes);
   fg_lm_adapters_config c = {};
   c.targets = FG_LM_ADAPTERS_ALL;
@@ -94,11 +104,7 @@ TEST(CudaLmGrad, ExactGradientsEqualTheCpus) {
 std::vector<uint8_t> full_on(const std::string &path, const char *spec, std::vector<float> *grads) {
   std::vector<uint8_t> weights;
   fg_device *dev = nullptr;
-  EXPECT_EQ(FG_OK, fg_device_open(spec, &dev)) << fg_last_error();
-  fg_lm_options o = {};
-  o.mode = FG_GEMM_EXACT;
-  fg_lm *lm = nullptr;
-  EXPECT_EQ(FG_OK, fg_lm_open(path.c_str(), dev, &o, &lm)) << fg_last_error();
+  fg_lm *lm = open_exact(path, spec, &dev);
   fg_lm_full *f = nullptr;
   if (lm) {
     EXPECT_EQ(FG_OK, fg_lm_full_create(lm, 0, &f)) << fg_last_error();
