@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "formats/chat_internal.h"
 #include "forgia/chat.h"
 
 /* ---- growing output buffer ------------------------------------------------------------- */
@@ -499,6 +500,8 @@ fg_status fg_chat_render_template(const char *tmpl, size_t tmpl_len, const fg_ch
                                   const fg_chat_opts *o, char **out, size_t *len) {
   fg_chat_family f;
   fg_status s = fg_chat_recognize(tmpl, tmpl_len, &f);
+  /* no built-in renderer reproduces it: the interpreter renders the template itself */
+  if (s == FG_ERR_UNSUPPORTED) return fg_chat_render_jinja_msgs(tmpl, tmpl_len, msgs, n, o, out, len);
   if (s) return s;
   fg_chat_opts oo = o ? *o : (fg_chat_opts){0};
   char today[32];

@@ -28,7 +28,7 @@ PUBLIC = {
     "rng.h": "device", "reduce.h": "device", "gemm.h": "device", "apollo.h": "device", "es_trits.h": "device", "rmsnorm.h": "device", "rope.h": "device", "attention.h": "device", "embed.h": "device",
     "linear.h": "device", "softmax.h": "device", "lm.h": "runtime", "lm_grad.h": "runtime", "lm_weights.h": "runtime", "sample.h": "runtime", "comm.h": "device",
     "mapping.h": "core", "output.h": "core", "load.h": "host",
-    "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
+    "gguf.h": "formats", "gguf_stream.h": "formats", "tokenizer.h": "formats", "chat.h": "formats", "jinja.h": "formats", "safetensors.h": "formats", "quant.h": "formats", "export.h": "formats",
     "imatrix.h": "formats", "quant_weighted.h": "formats",
     "ckpt.h": "formats", "ptqtp.h": "formats", "export_ptqtp.h": "formats", "export_merge.h": "formats", "optim_frame.h": "formats",
     "state_dict.h": "formats", "trainer_state.h": "formats", "ckpt_dir.h": "formats",

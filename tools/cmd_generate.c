@@ -130,8 +130,8 @@ int fg_cmd_generate(int argc, char **argv) {
   cJSON *root = NULL;
   fg_chat_msg *msgs = NULL;
   fg_cli_chat pick = {0};
-  char *text = NULL;
-  size_t tlen = 0;
+  char *text = NULL, *raw = NULL;
+  size_t tlen = 0, rawlen = 0;
   fg_lm_cache *cache = NULL;
   out_state o = {.t = t, .print_ids = print_ids};
   if (!t && !ids_text) {
@@ -154,10 +154,11 @@ int fg_cmd_generate(int argc, char **argv) {
       goto done;
     }
   } else {
-    if (fg_cli_chat_pick("generate", path, tmpl, &pick) || fg_cli_chat_messages("generate", chat, &root, &msgs, &nm))
+    if (fg_cli_chat_pick("generate", path, tmpl, &pick) ||
+        fg_cli_chat_messages("generate", chat, &root, &msgs, &nm, &raw, &rawlen))
       goto done;
     const fg_chat_opts co = {.add_generation_prompt = true, .no_think = no_think};
-    if (fg_cli_chat_render(&pick, t, msgs, nm, &co, &text, &tlen) ||
+    if (fg_cli_chat_render_json(&pick, t, raw, rawlen, msgs, nm, &co, &text, &tlen) ||
         fg_tokenizer_encode(t, text, tlen, false, &ids, &n)) {
       fg_cli_report("generate", path);
       goto done;
@@ -203,6 +204,7 @@ done:
   fg_chat_free(text);
   fg_cli_chat_free(&pick);
   free(msgs);
+  free(raw);
   cJSON_Delete(root);
   fg_cli_adapters_free(m.lm, &ad);
   fg_cli_lm_close(&m);

@@ -29,23 +29,24 @@ static void usage(FILE *f) {
           "out. Added tokens (<|im_start|>, <think>, ...) written in the text are matched whole.\n\n"
           "--file - and --chat - read standard input (a file named \"-\" is ./-).\n\n"
           "--chat MESSAGES.json renders a conversation ([{\"role\": \"system\"|\"user\"|\"assistant\",\n"
-          "\"content\": \"...\"}, ...]) with the checkpoint's own chat template (GGUF\n"
+          "\"content\": \"...\"}, ...]; other keys such as tool_calls, and contents that are lists\n"
+          "of parts, reach the template as they are) with the checkpoint's own chat template (GGUF\n"
           "tokenizer.chat_template, or tokenizer_config.json's chat_template / chat_template.jinja)\n"
-          "and prints the prompt, a newline, then its ids on the last line. The template must be\n"
-          "one of the families forgia renders (smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3,\n"
-          "llama3.1, gemma2, gemma3): an unrecognised one is an error, never a guess. A file that\n"
+          "and prints the prompt, a newline, then its ids on the last line. forgia runs the template\n"
+          "with its Jinja interpreter, as jinja2 runs it for Hugging Face (see forgia help\n"
+          "chat-template); the families with a built-in renderer (smollm2, lfm2, qwen2.5, qwen3,\n"
+          "qwen3.5, llama3, llama3.1, gemma2, gemma3) take that byte-equal fast path. A file that\n"
           "carries no template is rendered with its architecture's renderer (general.architecture\n"
           "or config.json model_type: gemma2, gemma3, qwen3, qwen3.5), said in a note on stderr;\n"
           "an architecture several families share (llama, qwen2, lfm2) is an error: name one.\n"
           "The template writes the BOS itself where the family has one, so no BOS is added to a\n"
           "chat prompt.\n"
           "  --add-generation-prompt  open the assistant's turn at the end\n"
-          "  --no-think               Qwen 3 / 3.5: turn thinking off (the empty <think> block)\n"
+          "  --no-think               enable_thinking=false (Qwen 3 / 3.5: the empty <think> block)\n"
           "  --template NAME          a built-in renderer by its name above, whatever the file holds;\n"
           "                           any other NAME is the file's tokenizer.chat_template.NAME. The\n"
-          "                           built-in name wins: forgia renders a file's template only\n"
-          "                           through the built-in renderer it is recognised as, so that\n"
-          "                           name means that renderer either way\n"
+          "                           built-in name wins: a recognised template renders through\n"
+          "                           that built-in renderer, so the name means it either way\n"
           "  --date D                 Llama 3.1+: the \"Today Date\" line (default: the template's)\n",
           synopsis);
 }
@@ -90,15 +91,15 @@ static int jsonl(const fg_tokenizer *t, const char *file, bool bos) {
 }
 
 static int chat(const fg_tokenizer *t, const char *path, const char *file, const char *name, const fg_chat_opts *o) {
-  char *prompt = NULL;
-  size_t plen = 0, n = 0;
+  char *prompt = NULL, *raw = NULL;
+  size_t plen = 0, n = 0, rawlen = 0;
   cJSON *root = NULL;
   fg_chat_msg *msgs = NULL;
   fg_cli_chat p = {0};
   int rc = 1;
   if (fg_cli_chat_pick("tokenize", path, name, &p)) goto done;
-  if (fg_cli_chat_messages("tokenize", file, &root, &msgs, &n)) goto done;
-  if (fg_cli_chat_render(&p, t, msgs, n, o, &prompt, &plen)) {
+  if (fg_cli_chat_messages("tokenize", file, &root, &msgs, &n, &raw, &rawlen)) goto done;
+  if (fg_cli_chat_render_json(&p, t, raw, rawlen, msgs, n, o, &prompt, &plen)) {
     fg_cli_report("tokenize", path);
     goto done;
   }
@@ -111,6 +112,7 @@ done:
   fg_chat_free(prompt);
   fg_cli_chat_free(&p);
   free(msgs);
+  free(raw);
   cJSON_Delete(root);
   return rc;
 }

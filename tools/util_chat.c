@@ -22,8 +22,10 @@ char *fg_cli_chat_bos(const fg_tokenizer *t) {
 /* An input as messages name it: "-" is standard input. */
 const char *fg_cli_chat_shown(const char *file) { return strcmp(file, "-") == 0 ? "standard input" : file; }
 
-/* MESSAGES.json: [{"role": ..., "content": ...}, ...]. */
-int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n) {
+/* MESSAGES.json: [{"role": ..., "content": ...}, ...], other keys (tool_calls, ...) and
+ * non-string contents (lists of parts) kept for the template in the raw text. */
+int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n, char **raw,
+                         size_t *raw_len) {
   uint8_t *buf = NULL;
   size_t len = 0;
   if (fg_cli_read_input(file, 0, &buf, &len)) {
@@ -32,7 +34,12 @@ int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_cha
   }
   file = fg_cli_chat_shown(file);
   *root = cJSON_ParseWithLength((const char *)buf, len);
-  free(buf);
+  if (raw) {
+    *raw = (char *)buf;
+    *raw_len = len;
+  } else {
+    free(buf);
+  }
   if (!cJSON_IsArray(*root)) {
     fg_cli_fail(cmd, file, "not a JSON array of {\"role\", \"content\"} messages");
     return 1;
@@ -47,12 +54,13 @@ int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_cha
   const cJSON *e;
   cJSON_ArrayForEach(e, *root) {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role"), *c = cJSON_GetObjectItemCaseSensitive(e, "content");
-    if (!cJSON_IsString(r) || !cJSON_IsString(c)) {
-      fg_cli_fail(cmd, file, "message %zu: needs string \"role\" and \"content\"", i);
+    if (!cJSON_IsString(r) || (!raw && !cJSON_IsString(c))) {
+      fg_cli_fail(cmd, file, raw ? "message %zu: needs a string \"role\"" : "message %zu: needs string \"role\" and \"content\"",
+                  i);
       return 1;
     }
     (*msgs)[i].role = r->valuestring;
-    (*msgs)[i].content = c->valuestring;
+    (*msgs)[i].content = cJSON_IsString(c) ? c->valuestring : NULL; /* NULL: only the template can render it */
     i++;
   }
   return 0;
@@ -104,6 +112,25 @@ fg_status fg_cli_chat_render(const fg_cli_chat *p, const fg_tokenizer *t, const 
   oo.bos_token = bos;
   fg_status s = p->builtin ? fg_chat_render(p->family, msgs, n, &oo, out, len)
                            : fg_chat_render_template(p->tmpl, p->tlen, msgs, n, &oo, out, len);
+  fg_tokenizer_free_text(bos);
+  return s;
+}
+
+fg_status fg_cli_chat_render_json(const fg_cli_chat *p, const fg_tokenizer *t, const char *raw, size_t raw_len,
+                                  const fg_chat_msg *msgs, size_t n, const fg_chat_opts *o, char **out, size_t *len) {
+  if (p->builtin) {
+    for (size_t i = 0; i < n; i++)
+      if (!msgs[i].content)
+        return fg_fail(FG_ERR_INVALID_ARG,
+                       "message %zu: the built-in %s renderer takes text contents only; render the checkpoint's own "
+                       "template for tool calls and content parts",
+                       i, fg_chat_family_name(p->family));
+    return fg_cli_chat_render(p, t, msgs, n, o, out, len);
+  }
+  fg_chat_opts oo = *o;
+  char *bos = t ? fg_cli_chat_bos(t) : NULL;
+  oo.bos_token = bos;
+  fg_status s = fg_chat_render_template_json(p->tmpl, p->tlen, raw, raw_len, NULL, 0, &oo, out, len);
   fg_tokenizer_free_text(bos);
   return s;
 }

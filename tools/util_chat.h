@@ -27,11 +27,18 @@ typedef struct fg_cli_chat {
 int fg_cli_chat_pick(const char *cmd, const char *path, const char *name, fg_cli_chat *p);
 void fg_cli_chat_free(fg_cli_chat *p);
 /* MESSAGES.json ("-": standard input): [{"role": ..., "content": ...}, ...]; msgs borrow
- * from *root. 0, or 1 after reporting. */
-int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n);
+ * from *root. With raw non-NULL, *raw gets the file's text (free it) and a message needs only
+ * a string role: its other keys and a content that is not a string (msgs[i].content NULL)
+ * reach the template through fg_cli_chat_render_json. 0, or 1 after reporting. */
+int fg_cli_chat_messages(const char *cmd, const char *file, cJSON **root, fg_chat_msg **msgs, size_t *n, char **raw,
+                         size_t *raw_len);
 /* Renders with the tokenizer's BOS text as bos_token (t may be NULL). */
 fg_status fg_cli_chat_render(const fg_cli_chat *p, const fg_tokenizer *t, const fg_chat_msg *msgs, size_t n,
                              const fg_chat_opts *o, char **out, size_t *len);
+/* As fg_cli_chat_render, but a picked template gets the messages' JSON text raw (tool calls,
+ * content parts) through fg_chat_render_template_json. */
+fg_status fg_cli_chat_render_json(const fg_cli_chat *p, const fg_tokenizer *t, const char *raw, size_t raw_len,
+                                  const fg_chat_msg *msgs, size_t n, const fg_chat_opts *o, char **out, size_t *len);
 /* The note a run that rendered with an architecture's renderer prints on stderr. */
 void fg_cli_chat_note(const char *cmd, const char *path, const fg_cli_chat *p);
 /* The BOS token's text (free with fg_tokenizer_free_text), NULL when none. */

@@ -1,21 +1,22 @@
 /* Chat templates: the prompt an instruct model was trained on, rendered the way the
  * checkpoint's own template renders it.
  *
- * forgia does not run Jinja. It reads the template text out of the checkpoint
- * (fg_chat_template_*), recognises which family's template it is (fg_chat_recognize) and
- * renders conversations with that family's built-in renderer (fg_chat_render), whose output
- * is checked byte for byte against jinja2 rendering the file's own template
- * (tests/interop/test_chat_interop.cpp). A template that is not recognised is an error: one
- * generic ChatML rendering is right for some families and silently wrong for others
- * (SmolLM2 opens with a default system turn, LFM2.5 with none, Qwen 3 switches thinking off
- * with an empty <think> block), so forgia never guesses.
+ * forgia reads the template text out of the checkpoint (fg_chat_template_*) and renders it
+ * with its Jinja interpreter (forgia/jinja.h), set up as Hugging Face's apply_chat_template
+ * sets up jinja2. Nine families' templates also have a built-in renderer (fg_chat_render),
+ * checked byte for byte against jinja2 rendering the file's own template
+ * (tests/interop/test_chat_interop.cpp); where fg_chat_recognize recognises a template and
+ * the messages are text, that renderer is the fast path, otherwise the interpreter runs the
+ * template itself.
  *
  * Recognition keys on the lines of a template that decide its output for text
  * conversations, not on a hash of the whole text, so a re-saved or re-indented copy of a
- * family's template is still recognised; a template that changes one of those lines is not.
+ * family's template is still recognised; a template that changes one of those lines is not
+ * (and is interpreted instead).
  *
- * Messages are text only (roles system, user, assistant); tool calls, tool results and image
- * parts are outside the built-in renderers and refused by role. */
+ * The built-in renderers take text messages only (roles system, user, assistant); tool
+ * calls, tool results and content parts go through fg_chat_render_template_json, which
+ * hands them to the template as JSON. */
 #ifndef FORGIA_CHAT_H
 #define FORGIA_CHAT_H
 
@@ -47,7 +48,7 @@ typedef enum fg_chat_family {
 FG_API const char *fg_chat_family_name(fg_chat_family f);
 
 /* The family whose template text this is. FG_ERR_UNSUPPORTED with a message naming what is
- * missing when no built-in renderer reproduces it. Also tells whether the template reads
+ * missing when no built-in renderer reproduces it (the interpreter renders such a template). Also tells whether the template reads
  * the date (Llama 3.2's strftime_now) for fg_chat_opts.date. */
 FG_API fg_status fg_chat_recognize(const char *tmpl, size_t len, fg_chat_family *out);
 
@@ -72,10 +73,28 @@ typedef struct fg_chat_opts {
  * turn) and for a role other than system/user/assistant; n == 0 is refused. */
 FG_API fg_status fg_chat_render(fg_chat_family f, const fg_chat_msg *msgs, size_t n, const fg_chat_opts *o, char **out,
                                 size_t *len);
-/* fg_chat_recognize then fg_chat_render, with the date default the template asks for. */
+/* fg_chat_recognize then fg_chat_render, with the date default the template asks for; a
+ * template that is not recognised is rendered by the Jinja interpreter (fg_chat_render_jinja). */
 FG_API fg_status fg_chat_render_template(const char *tmpl, size_t tmpl_len, const fg_chat_msg *msgs, size_t n,
                                          const fg_chat_opts *o, char **out, size_t *len);
 FG_API void fg_chat_free(char *text);
+
+/* Renders the template with the Jinja interpreter: messages_json a JSON array of message
+ * objects as Hugging Face takes them (role, content as a string or a list of parts,
+ * tool_calls, tool_call_id, ...), extra_json NULL or a JSON object of further variables
+ * (tools, documents, any keyword argument) that override the defaults: bos_token
+ * (o->bos_token), eos_token "", add_generation_prompt, enable_thinking false with
+ * o->no_think, date_string with o->date. Errors: the template's syntax (line:column), what it
+ * raises (raise_exception's message), the interpreter's bounds (forgia/jinja.h). */
+FG_API fg_status fg_chat_render_jinja(const char *tmpl, size_t tlen, const char *messages_json, size_t mlen,
+                                      const char *extra_json, size_t elen, const fg_chat_opts *o, char **out,
+                                      size_t *len);
+/* The built-in renderer where fg_chat_recognize recognises the template, the messages are
+ * text and there are no extra variables (fg_chat_render_template); the interpreter
+ * otherwise (fg_chat_render_jinja). */
+FG_API fg_status fg_chat_render_template_json(const char *tmpl, size_t tlen, const char *messages_json, size_t mlen,
+                                              const char *extra_json, size_t elen, const fg_chat_opts *o, char **out,
+                                              size_t *len);
 
 /* ---- a renderer chosen without a template text ------------------------------------------ */
 

@@ -54,6 +54,7 @@
 #include "forgia/gguf_stream.h"
 #include "forgia/tokenizer.h"
 #include "forgia/chat.h"
+#include "forgia/jinja.h"
 #include "forgia/safetensors.h"
 #include "forgia/ckpt.h"
 #include "forgia/state_dict.h"
