@@ -533,6 +533,7 @@ fg_status fg_tokenizer_decode(const fg_tokenizer *t, const int32_t *ids, size_t 
     k += token_bytes(t, ids[i], first, o + k);
     if (!keeps_first(t, ids[i])) first = false;
   }
+  if (t->clean_spaces) k = fg_tok_clean_spaces(o, k);
   o[k] = 0;
   *text = o;
   *len = k;

@@ -86,8 +86,13 @@ static heap_ent heap_pop(heap_ent *h, size_t *n) {
   return top;
 }
 
+/* A symbol that is a byte with no token (see drop_unknown_bytes): never merged, never output.
+ * -1 marks a symbol merged away. */
+#define UNKNOWN_BYTE (-2)
+
 static void push_pair(const fg_tokenizer *t, heap_ent *h, size_t *hn, const int32_t *sym, uint32_t pos,
                       int32_t right) {
+  if (sym[pos] < 0 || sym[right] < 0) return;
   const fg_tok_merge_slot *m = fg_tok_merge_find(t, sym[pos], sym[right]);
   if (m) heap_push(h, hn, (heap_ent){m->rank, pos, m->id});
 }
@@ -118,7 +123,10 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
   }
   for (size_t i = 0; i < len; i++) {
     sym[i] = t->byte_ids[p[i]];
-    if (sym[i] < 0) {
+    /* llama.cpp keeps such a byte in place, where it parts its neighbours, and leaves it out of
+     * the ids */
+    if (sym[i] < 0 && t->drop_unknown_bytes) sym[i] = UNKNOWN_BYTE;
+    if (sym[i] == -1) {
       s = fg_fail(FG_ERR_INVALID_ARG, "tokenizer: byte 0x%02X has no token in this byte-level vocabulary", p[i]);
       goto done;
     }
@@ -131,7 +139,7 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
   while (hn) {
     heap_ent e = heap_pop(h, &hn);
     int32_t r = next[e.pos];
-    if (sym[e.pos] < 0 || r < 0) continue; /* merged away, or nothing to its right any more */
+    if (sym[e.pos] < 0 || r < 0 || sym[r] < 0) continue; /* merged away, or nothing to merge with */
     const fg_tok_merge_slot *m = fg_tok_merge_find(t, sym[e.pos], sym[r]);
     if (!m || m->id != e.id) continue; /* a side changed since the entry was pushed */
     sym[e.pos] = e.id;
@@ -141,7 +149,8 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
     if (prev[e.pos] >= 0) push_pair(t, h, &hn, sym, (uint32_t)prev[e.pos], (int32_t)e.pos);
     if (next[e.pos] >= 0) push_pair(t, h, &hn, sym, e.pos, next[e.pos]);
   }
-  for (int32_t i = 0; i >= 0 && s == FG_OK; i = next[i]) s = fg_tok_ids_push(out, sym[i]);
+  for (int32_t i = 0; i >= 0 && s == FG_OK; i = next[i])
+    if (sym[i] != UNKNOWN_BYTE) s = fg_tok_ids_push(out, sym[i]);
 done:
   free(sym);
   free(next);

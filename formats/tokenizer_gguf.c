@@ -178,16 +178,14 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
     v.rstrip = rstrip;
   }
   if (v.model == FG_TOK_BPE) {
-    if (!g.has_pre) {
-      s = fg_fail(FG_ERR_NOT_FOUND, "%s: a gpt2 tokenizer without tokenizer.ggml.pre", path);
-      goto done;
-    }
-    if (!(pre = malloc(g.pre.len + 1))) {
+    /* no tokenizer.ggml.pre: llama.cpp's "default" pre-tokenizer (it warns that quality suffers) */
+    fg_gguf_str pn = g.has_pre ? g.pre : (fg_gguf_str){"default", 7};
+    if (!(pre = malloc(pn.len + 1))) {
       s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
       goto done;
     }
-    memcpy(pre, g.pre.ptr, g.pre.len);
-    pre[g.pre.len] = 0;
+    memcpy(pre, pn.ptr, pn.len);
+    pre[pn.len] = 0;
     v.pre = pre;
     /* llama.cpp reads Llama 3 vocabularies with ignore_merges, as their tokenizer.json says. */
     v.ignore_merges = strcmp(pre, "llama-bpe") == 0 || strcmp(pre, "llama3") == 0;
@@ -225,7 +223,12 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
     if (v.unk_id < 0 && n > 100) v.unk_id = 100;
   }
   s = fg_tokenizer_from_vocab(&v, out);
-  if (s) fg_fail_prefix(s, "%s: ", path);
+  if (s) {
+    fg_fail_prefix(s, "%s: ", path);
+  } else {
+    (*out)->clean_spaces = fg_tok_gguf_clean_spaces(v.model, pre);
+    (*out)->drop_unknown_bytes = true;
+  }
 done:
   free(tok);
   free(tok_len);

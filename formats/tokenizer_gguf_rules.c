@@ -68,6 +68,64 @@ bool fg_tok_gguf_default_bos(fg_tok_model model, const char *pre) {
   return false;
 }
 
+bool fg_tok_gguf_clean_spaces(fg_tok_model model, const char *pre) {
+  if (model == FG_TOK_WPM) return true;
+  if (model != FG_TOK_BPE) return false;
+  /* the byte-level kinds llama.cpp leaves uncleaned; every other one (a missing pre too) cleans */
+  static const char *const raw[] = {
+      "deepseek-llm", "deepseek-coder", "deepseek-v3", "spark2_5", "youtu", "sarvam-moe", "command-r", "qwen2",
+      "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35", "poro-chat", "viking", "tekken", "smollm", "chameleon",
+      "gpt-4o", "llama4", "kanana2", "talkie", "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe",
+      "trillion", "granite-docling", "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "hunyuan",
+      "hunyuan-dense", "hy_v4", "joyai-llm", "kimi-k2", "ufakzeka", "grok-2", "afmoe", "laguna", "minimax-m2",
+      "solar-open"};
+  for (size_t i = 0; pre && i < sizeof raw / sizeof raw[0]; i++)
+    if (!strcmp(pre, raw[i])) return false;
+  return true;
+}
+
+/* Three passes, as llama.cpp makes them, each reading the previous one's output: the space
+ * before ? ! . , goes; a lone ' between spaces loses both spaces; the space before 's 'm 're
+ * 've goes. The first byte is always kept. */
+size_t fg_tok_clean_spaces(char *s, size_t n) {
+  if (n < 2) return n;
+  size_t k = 1;
+  for (size_t i = 1; i < n; i++) {
+    char x = s[i];
+    if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) k--;
+    s[k++] = x;
+  }
+  n = k;
+  k = 1;
+  bool prev_gone = false; /* the character before i was a space taken out with a ' */
+  for (size_t i = 1; i < n; i++) {
+    char x = s[i];
+    if (x == '\'' && i + 1 < n && !prev_gone && s[i - 1] == ' ' && s[i + 1] == ' ') {
+      k--;
+      s[k++] = x;
+      i++;
+      prev_gone = true;
+      continue;
+    }
+    prev_gone = false;
+    s[k++] = x;
+  }
+  n = k;
+  k = 1;
+  for (size_t i = 1; i < n; i++) {
+    char x = s[i];
+    if (s[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+      char x1 = s[i + 1];
+      if (x1 == 's' || x1 == 'm')
+        k--;
+      else if (i + 2 < n && ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e')))
+        k--;
+    }
+    s[k++] = x;
+  }
+  return k;
+}
+
 bool *fg_tok_gguf_rstrip(const char *name, size_t name_len, const int32_t *types, const char *const *tok,
                          const size_t *len, size_t n, fg_status *fail) {
   *fail = FG_OK;

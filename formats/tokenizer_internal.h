@@ -17,6 +17,7 @@ typedef enum fg_tok_pre_kind {
   FG_PRE_FALCON,
   FG_PRE_DEEPSEEK_CODER,
   FG_PRE_DEEPSEEK_LLM,
+  FG_PRE_DEFAULT, /* llama.cpp's, for a GGUF that names none */
 } fg_tok_pre_kind;
 
 /* A compiled pre-tokenizer (tokenizer_pre.c). Immutable once built: encodes on several
@@ -59,6 +60,10 @@ struct fg_tokenizer {
   int32_t byte_ids[256]; /* BPE: the token of one byte's mapped char; SPM: <0xXX>; -1 none */
   bool ignore_merges, add_space_prefix, add_bos, normalize_nfc, lowercase, strip_accents;
   fg_tok_prefix prefix_at;
+  /* llama.cpp's rules for a GGUF (tokenizer_gguf_rules.c): decode takes the space out before
+   * ?!., and some apostrophes (clean_up_tokenization_spaces); a byte whose mapped character
+   * is no token is dropped from the ids instead of failing the encode. */
+  bool clean_spaces, drop_unknown_bytes;
   int32_t bos, eos, unk, sep;
 };
 
@@ -71,6 +76,10 @@ static inline size_t fg_tok_len(const fg_tokenizer *t, int32_t id) { return t->o
  * added tokens take the whitespace after them (Phi-3, by general.name). */
 void fg_tok_gguf_types(int32_t *types, const char *const *tok, const size_t *len, size_t n);
 bool fg_tok_gguf_default_bos(fg_tok_model model, const char *pre);
+/* Whether llama.cpp cleans spaces in detokenize for this kind and pre-tokenizer; and the
+ * cleaning itself, in place, returning the new length. */
+bool fg_tok_gguf_clean_spaces(fg_tok_model model, const char *pre);
+size_t fg_tok_clean_spaces(char *s, size_t n);
 /* NULL with *fail FG_OK when no token strips; a calloc'd array otherwise. */
 bool *fg_tok_gguf_rstrip(const char *name, size_t name_len, const int32_t *types, const char *const *tok,
                          const size_t *len, size_t n, fg_status *fail);

@@ -41,12 +41,19 @@ static const char re_digit[] = "\\p{N}";
 /* Falcon: punctuation runs, then GPT-2's, then runs of three ASCII digits. */
 static const char re_falcon_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|`]+";
 static const char re_three_digits[] = "[0-9][0-9][0-9]";
+/* llama.cpp's default, for a GGUF that names no pre-tokenizer: Falcon's without the backtick. */
+static const char re_default_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|]+";
 /* DeepSeek: line breaks alone, then words with one leading space, punctuation runs, CJK runs
  * (U+4E00..U+9FA5, U+0800..U+4E00, Hangul U+AC00..U+D7FF), numbers. */
 static const char re_line_break[] = "[\\r\\n]";
 static const char re_ds_letters[] = SPACES "?\\p{L}+";
 static const char re_ds_punct[] = SPACES "?\\p{P}+";
-static const char re_cjk[] = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
+/* llama.cpp runs the regexes that name no \\p class with std::wregex over a copy of the text
+ * in which every non-ASCII White_Space character is U+000B, so an explicit range never takes
+ * one: U+0800..U+4E00 holds U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000. */
+static const char re_cjk[] = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{167F}\\x{1681}-\\x{1FFF}\\x{200B}-\\x{2027}"
+                             "\\x{202A}-\\x{202E}\\x{2030}-\\x{205E}\\x{2060}-\\x{2FFF}\\x{3001}-\\x{4E00}"
+                             "\\x{AC00}-\\x{D7FF}]+";
 static const char re_one_number[] = "\\p{N}";
 static const char re_numbers[] = "\\p{N}+";
 /* DeepSeek LLM: the cased letters (its own class), ASCII and full-width punctuation, trailing
@@ -66,7 +73,7 @@ static const char re_dsl_letters[] =
     "\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}"
     "\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+";
 static const char re_dsl_punct[] =
-    SPACES "?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+";
+    SPACES "?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3001}-\\x{3002}]+"; /* U+3000: a space */
 static const char re_trailing_space[] = SPACES "+\\z";
 
 #define MAX_STAGES 6
@@ -87,6 +94,7 @@ static const struct {
     {"qwen35", FG_PRE_QWEN35}, {"starcoder", FG_PRE_SMOLLM},  {"refact", FG_PRE_SMOLLM},
     {"command-r", FG_PRE_SMOLLM}, {"mpt", FG_PRE_GPT2},       {"falcon", FG_PRE_FALCON},
     {"deepseek-coder", FG_PRE_DEEPSEEK_CODER}, {"deepseek-llm", FG_PRE_DEEPSEEK_LLM},
+    {"default", FG_PRE_DEFAULT},
 };
 
 fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
@@ -98,7 +106,7 @@ fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
     }
   return fg_fail(FG_ERR_UNSUPPORTED,
                  "tokenizer: unknown pre-tokenizer \"%s\" (expected gpt2, gpt-2, smollm, llama3, llama-bpe, qwen2, "
-                 "qwen35, starcoder, refact, command-r, mpt, falcon, deepseek-coder or deepseek-llm)",
+                 "qwen35, starcoder, refact, command-r, mpt, falcon, deepseek-coder, deepseek-llm or default)",
                  name);
 }
 
@@ -112,6 +120,7 @@ const char *fg_tok_pre_kind_name(fg_tok_pre_kind kind) {
     case FG_PRE_FALCON: return "falcon";
     case FG_PRE_DEEPSEEK_CODER: return "deepseek-coder";
     case FG_PRE_DEEPSEEK_LLM: return "deepseek-llm";
+    case FG_PRE_DEFAULT: return "default";
     default: return "";
   }
 }
@@ -144,6 +153,9 @@ fg_status fg_tok_pre_new(fg_tok_pre_kind kind, fg_tok_pre **out) {
     case FG_PRE_FALCON: seq[0] = re_falcon_punct, seq[1] = re_gpt2, seq[2] = re_three_digits; break;
     case FG_PRE_DEEPSEEK_CODER:
       seq[0] = re_line_break, seq[1] = re_ds_letters, seq[2] = re_ds_punct, seq[3] = re_cjk, seq[4] = re_one_number;
+      break;
+    case FG_PRE_DEFAULT:
+      seq[0] = re_default_punct, seq[1] = re_gpt2, seq[2] = re_numbers, seq[3] = re_three_digits;
       break;
     case FG_PRE_DEEPSEEK_LLM:
       seq[0] = re_line_break, seq[1] = re_dsl_letters, seq[2] = re_dsl_punct, seq[3] = re_trailing_space,

@@ -1,5 +1,5 @@
 /* WordPiece as llama.cpp runs a GGUF "bert" vocabulary (formats/tokenizer_internal.h): the text
- * lower-cased and stripped of accents (NFD, combining marks dropped) where the vocabulary's
+ * lower-cased and stripped of accents (each code point its decomposition's first, marks dropped) where the vocabulary's
  * normalizer says so, control characters dropped, cut at whitespace, every
  * punctuation mark, ASCII symbol and CJK ideograph a word of its own; each word, with U+2581
  * before it (the converter stores word-initial pieces so and continuation pieces bare),
@@ -66,32 +66,36 @@ static fg_status word(const fg_tokenizer *t, const char *w, size_t n, fg_tok_ids
   return FG_OK;
 }
 
+/* llama.cpp's "NFD" maps each code point to one: the first of its full canonical
+ * decomposition (é -> e, a Hangul syllable -> its leading consonant), so the marks and
+ * trailing jamo a real NFD would add never appear. */
+static utf8proc_int32_t nfd_first(utf8proc_int32_t c) {
+  utf8proc_int32_t d[32];
+  int last = 0;
+  const utf8proc_ssize_t n = utf8proc_decompose_char(c, d, 32, UTF8PROC_DECOMPOSE, &last);
+  return n > 0 ? d[0] : c;
+}
+
 fg_status fg_tok_wpm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out) {
-  utf8proc_uint8_t *nfd = NULL;
-  const utf8proc_ssize_t k =
-      utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &nfd,
-                   UTF8PROC_STABLE | (t->strip_accents ? UTF8PROC_DECOMPOSE : 0));
-  /* invalid UTF-8: the bytes as they are, each a replacement character llama.cpp drops */
-  if (k < 0) return fg_fail(FG_ERR_INVALID_ARG, "tokenizer: WordPiece text is not valid UTF-8");
-  char *w = malloc((size_t)k * 2 + 8);
-  if (!w) {
-    free(nfd);
-    return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
-  }
+  char *w = malloc(n * 2 + 8); /* a lower-cased code point is at most one byte longer */
+  if (!w) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
   size_t wl = 0;
   fg_status st = FG_OK;
-  for (utf8proc_ssize_t i = 0; i < k && st == FG_OK;) {
+  for (size_t i = 0; i < n && st == FG_OK;) {
     utf8proc_int32_t c;
-    const utf8proc_ssize_t l = utf8proc_iterate(nfd + i, k - i, &c);
-    i += l > 0 ? l : 1;
-    if (l <= 0) continue;
+    const utf8proc_ssize_t l = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+    i += l > 0 ? (size_t)l : 1;
+    if (l <= 0) continue; /* invalid UTF-8: a replacement character, which llama.cpp drops */
+    if (t->strip_accents) c = nfd_first(c);
     if (is_space(c)) {
       st = word(t, w, wl, out);
       wl = 0;
       continue;
     }
-    if (c == 0 || c == 0xFFFD || utf8proc_category(c) == UTF8PROC_CATEGORY_CC) continue;
-    if (t->strip_accents && utf8proc_category(c) == UTF8PROC_CATEGORY_MN) continue;
+    /* llama.cpp drops \p{C} but for unassigned code points, and with the accents every \p{M} */
+    const utf8proc_category_t k = utf8proc_category(c);
+    if (c == 0 || c == 0xFFFD || (k >= UTF8PROC_CATEGORY_CC && k <= UTF8PROC_CATEGORY_CO)) continue;
+    if (t->strip_accents && k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_ME) continue;
     utf8proc_uint8_t enc[4];
     const utf8proc_ssize_t el = utf8proc_encode_char(t->lowercase ? utf8proc_tolower(c) : c, enc);
     if (is_punct(c) || (c < 0x7F && is_symbol(c)) || is_cjk(c)) {
@@ -104,6 +108,5 @@ fg_status fg_tok_wpm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg
   }
   if (st == FG_OK) st = word(t, w, wl, out);
   free(w);
-  free(nfd);
   return st;
 }
