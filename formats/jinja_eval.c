@@ -3,6 +3,7 @@
  * the globals transformers gives chat templates. */
 #define _POSIX_C_SOURCE 200809L /* localtime_r */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -299,7 +300,28 @@ static jv repeat(jctx *c, const jnode *at, jv seq, int64_t k) {
   return out;
 }
 
-jv jfmt_percent(jctx *c, const jnode *at, jv fmt, jv args);
+static jv concat(jctx *c, jv a, jv b) {
+  if (a.grow) {
+    jstrbuf *sb = (jstrbuf *)(void *)(a.u.s - offsetof(jstrbuf, bytes));
+    if (sb->used == a.n && sb->cap - sb->used > b.n) {
+      memcpy(sb->bytes + a.n, b.u.s, b.n);
+      sb->used += b.n;
+      sb->bytes[sb->used] = 0;
+      a.n += b.n;
+      return a;
+    }
+  }
+  size_t n = a.n + b.n, cap = n < 64 ? 64 : n * 2;
+  jstrbuf *sb = ja_alloc(&c->a, sizeof *sb + cap + 1);
+  sb->cap = cap;
+  sb->used = n;
+  memcpy(sb->bytes, a.u.s, a.n);
+  memcpy(sb->bytes + a.n, b.u.s, b.n);
+  sb->bytes[n] = 0;
+  jv r = jv_markup_like(jv_str(sb->bytes, n), a);
+  r.grow = 1;
+  return r;
+}
 
 static jv arith(jctx *c, const jnode *n, jop op, jv a, jv b) {
   static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
@@ -358,20 +380,7 @@ static jv arith(jctx *c, const jnode *n, jop op, jv a, jv b) {
     r.tuple = 1;
     return r;
   }
-  if (op == JO_ADD && a.t == JV_STR && b.t == JV_STR) {
-    if (ja_at_top(&c->a, a.u.s, a.n + 1) || ja_at_top(&c->a, a.u.s, a.n)) {
-      /* the left operand is the arena's last block: extend it in place (keeps s = s + x linear) */
-      char *p = ja_grow(&c->a, (void *)a.u.s, a.n + 1, a.n + b.n + 1);
-      memcpy(p + a.n, b.u.s, b.n);
-      p[a.n + b.n] = 0;
-      return jv_markup_like(jv_str(p, a.n + b.n), a);
-    }
-    char *p = ja_alloc(&c->a, a.n + b.n + 1);
-    memcpy(p, a.u.s, a.n);
-    memcpy(p + a.n, b.u.s, b.n);
-    p[a.n + b.n] = 0;
-    return jv_markup_like(jv_str(p, a.n + b.n), a);
-  }
+  if (op == JO_ADD && a.t == JV_STR && b.t == JV_STR) return concat(c, a, b);
   if (op == JO_ADD && a.t == JV_LIST && b.t == JV_LIST && a.tuple == b.tuple && a.tuple != 2) {
     jv out = jv_list(c, a.u.l->n + b.u.l->n);
     out.tuple = a.tuple;

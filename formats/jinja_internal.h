@@ -30,14 +30,13 @@ typedef struct jarena {
   jmp_buf *jb;         /* where an allocation failure unwinds to */
   const char *what;    /* "template" or "render": for the message */
   fg_status st;        /* the failure being unwound */
+  uint32_t depth;      /* parser nesting, bounded so no template overflows the C stack */
 } jarena;
 
 void *ja_alloc(jarena *a, size_t n);
 char *ja_strdup(jarena *a, const char *s, size_t n);
 /* Grows the block p of old bytes to n bytes: in place when it is the arena's last. */
 void *ja_grow(jarena *a, void *p, size_t old, size_t n);
-/* Whether bytes [p, p+n) end exactly at the arena's top, so appending extends in place. */
-bool ja_at_top(const jarena *a, const void *p, size_t n);
 void ja_free(jarena *a);
 
 /* ---- tokens ---------------------------------------------------------------------------- */
@@ -70,6 +69,7 @@ typedef struct jv {
   uint8_t tuple; /* JV_LIST: 1 a tuple, 2 a generator (what jinja2's map, select, ... return: always
                   true, no len(), not JSON); JV_UNDEF: 1 from an unsafe attribute; JV_STR: 1 Markup (|safe, |escape:
                   what + joins to it is HTML-escaped, as markupsafe does) */
+  uint8_t grow;  /* JV_STR: the bytes sit in a jstrbuf, so s + x may append in place */
   size_t n;      /* JV_STR bytes */
   union {
     bool b;
@@ -82,6 +82,14 @@ typedef struct jv {
     struct jloop *lp;
   } u;
 } jv;
+
+/* The block behind a growable string: concatenating onto the string whose end is the
+ * block's end appends in place, which keeps `{% set ns.s = ns.s ~ x %}` in a loop linear.
+ * Older values keep their own length, so they never see the bytes added after them. */
+typedef struct jstrbuf {
+  size_t used, cap;
+  char bytes[];
+} jstrbuf;
 
 typedef struct jlist {
   jv *v;
@@ -199,6 +207,10 @@ _Noreturn void jsyntax(jarena *a, uint32_t line, uint32_t col, const char *fmt, 
 jnode *jparse_expr(jarena *a, const jtok *t, size_t *i, bool with_cond);
 jnode *jparse_tuple_or_expr(jarena *a, const jtok *t, size_t *i, bool with_cond);
 jnode *jnode_new(jarena *a, jnode_kind k, const jtok *at);
+/* Enters one level of syntactic nesting (a syntax error past JINJA_MAX_NESTING); jparse_leave leaves it. */
+#define JINJA_MAX_NESTING 200
+void jparse_enter(jarena *a, const jtok *at);
+void jparse_leave(jarena *a);
 void jnode_push(jarena *a, jnode *n, jnode *kid, const char *kw);
 bool jtok_is(const jtok *t, jtok_kind k, const char *s);
 

@@ -41,7 +41,8 @@ void *ja_alloc(jarena *a, size_t n) {
   return p;
 }
 
-bool ja_at_top(const jarena *a, const void *p, size_t n) {
+/* Whether bytes [p, p+n) end exactly at the arena's top, so growing them extends in place. */
+static bool ja_at_top(const jarena *a, const void *p, size_t n) {
   const jchunk *h = a->head;
   if (!h || !p) return false;
   const char *base = (const char *)h->data, *end = (const char *)p + n;

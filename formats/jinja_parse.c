@@ -146,7 +146,9 @@ static jnode *parse_if(parser *p, const jtok *at) {
   const jtok *k = &p->t[p->i];
   if (name_at(p, 0, "elif")) {
     p->i++;
+    jparse_enter(p->a, k);
     n->c = parse_if(p, k);
+    jparse_leave(p->a);
     return n;
   }
   if (name_at(p, 0, "else")) {
@@ -273,6 +275,7 @@ static jnode *parse_stmt(parser *p, const jtok *at) {
 
 static jnode *parse_body(parser *p, const char *const *ends, const char *opened, const jtok *open_at) {
   jnode *body = jnode_new(p->a, JN_BODY, &p->t[p->i]);
+  jparse_enter(p->a, &p->t[p->i]);
   for (;;) {
     const jtok *k = &p->t[p->i];
     switch (k->k) {
@@ -280,6 +283,7 @@ static jnode *parse_body(parser *p, const char *const *ends, const char *opened,
       if (ends)
         jsyntax(p->a, k->line, k->col, "unexpected end of template: expected '{%% %s %%}' for the '%s' opened at line %u:%u",
                 ends[0] && ends[1] ? ends[1] : ends[0], opened, open_at->line, open_at->col);
+      jparse_leave(p->a);
       return body;
     case JT_DATA: {
       jnode *n = jnode_new(p->a, JN_TEXT, k);
@@ -301,7 +305,10 @@ static jnode *parse_body(parser *p, const char *const *ends, const char *opened,
     }
     case JT_BLOCK_BEGIN: {
       p->i++;
-      if (is_end(p, ends)) return body;
+      if (is_end(p, ends)) {
+        jparse_leave(p->a);
+        return body;
+      }
       const jtok *w = &p->t[p->i];
       if (w->k == JT_NAME && (jtok_is(w, JT_NAME, "endif") || jtok_is(w, JT_NAME, "endfor") || jtok_is(w, JT_NAME, "else") ||
                               jtok_is(w, JT_NAME, "elif") || jtok_is(w, JT_NAME, "endset") || jtok_is(w, JT_NAME, "endmacro") ||

@@ -27,6 +27,11 @@ void jnode_push(jarena *a, jnode *n, jnode *kid, const char *kw) {
   n->nk++;
 }
 
+void jparse_enter(jarena *a, const jtok *at) {
+  if (++a->depth > JINJA_MAX_NESTING) jsyntax(a, at->line, at->col, "nested more than %d deep", JINJA_MAX_NESTING);
+}
+void jparse_leave(jarena *a) { a->depth--; }
+
 bool jtok_is(const jtok *t, jtok_kind k, const char *s) {
   if (t->k != k) return false;
   return !s || (t->n == strlen(s) && memcmp(t->s, s, t->n) == 0);
@@ -276,7 +281,9 @@ static jnode *parse_unary(jarena *a, const jtok *t, size_t *i, bool with_filter)
   if (op(k, "-") || op(k, "+")) {
     (*i)++;
     n = jnode_new(a, op(k, "-") ? JN_NEG : JN_POS, k);
+    jparse_enter(a, k);
     n->a = parse_unary(a, t, i, false);
+    jparse_leave(a);
   } else {
     n = parse_postfix(a, t, i, parse_primary(a, t, i));
   }
@@ -350,7 +357,9 @@ static jnode *parse_compare(jarena *a, const jtok *t, size_t *i) {
 static jnode *parse_not(jarena *a, const jtok *t, size_t *i) {
   if (name(&t[*i], "not")) {
     jnode *n = jnode_new(a, JN_NOT, &t[(*i)++]);
+    jparse_enter(a, &t[*i - 1]);
     n->a = parse_not(a, t, i);
+    jparse_leave(a);
     return n;
   }
   return parse_compare(a, t, i);
@@ -379,6 +388,7 @@ static jnode *parse_or(jarena *a, const jtok *t, size_t *i) {
 }
 
 jnode *jparse_expr(jarena *a, const jtok *t, size_t *i, bool with_cond) {
+  jparse_enter(a, &t[*i]);
   jnode *n = parse_or(a, t, i);
   while (with_cond && name(&t[*i], "if")) {
     jnode *x = jnode_new(a, JN_COND, &t[(*i)++]);
@@ -390,6 +400,7 @@ jnode *jparse_expr(jarena *a, const jtok *t, size_t *i, bool with_cond) {
     }
     n = x;
   }
+  jparse_leave(a);
   return n;
 }
 
