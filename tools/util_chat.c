@@ -10,14 +10,16 @@
 
 const char fg_cli_chat_builtin_names[] = "smollm2, lfm2, qwen2.5, qwen3, qwen3.5, llama3, llama3.1, gemma2, gemma3";
 
-/* The BOS token's text, as the template's bos_token variable ("" when the vocabulary has none). */
-char *fg_cli_chat_bos(const fg_tokenizer *t) {
-  int32_t id = fg_tokenizer_bos(t);
+/* The text of token id; NULL when id < 0 (or it does not decode). */
+static char *token_text(const fg_tokenizer *t, int32_t id) {
   char *s = NULL;
   size_t n = 0;
   if (id < 0 || fg_tokenizer_decode(t, &id, 1, &s, &n)) return NULL;
   return s;
 }
+
+/* The BOS token's text, as the template's bos_token variable ("" when the vocabulary has none). */
+char *fg_cli_chat_bos(const fg_tokenizer *t) { return token_text(t, fg_tokenizer_bos(t)); }
 
 /* An input as messages name it: "-" is standard input. */
 const char *fg_cli_chat_shown(const char *file) { return strcmp(file, "-") == 0 ? "standard input" : file; }
@@ -107,12 +109,27 @@ int fg_cli_chat_pick(const char *cmd, const char *path, const char *name, fg_cli
 
 fg_status fg_cli_chat_render(const fg_cli_chat *p, const fg_tokenizer *t, const fg_chat_msg *msgs, size_t n,
                              const fg_chat_opts *o, char **out, size_t *len) {
-  fg_chat_opts oo = *o;
-  char *bos = t ? fg_cli_chat_bos(t) : NULL;
-  oo.bos_token = bos;
-  fg_status s = p->builtin ? fg_chat_render(p->family, msgs, n, &oo, out, len)
-                           : fg_chat_render_template(p->tmpl, p->tlen, msgs, n, &oo, out, len);
-  fg_tokenizer_free_text(bos);
+  if (p->builtin) {
+    fg_chat_opts oo = *o;
+    char *bos = t ? fg_cli_chat_bos(t) : NULL;
+    oo.bos_token = bos;
+    fg_status s = fg_chat_render(p->family, msgs, n, &oo, out, len);
+    fg_tokenizer_free_text(bos);
+    return s;
+  }
+  /* the file's template: as JSON messages, the way tokenize and generate hand them over */
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; arr && i < n; i++) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", msgs[i].role ? msgs[i].role : "");
+    cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : "");
+    cJSON_AddItemToArray(arr, m);
+  }
+  char *raw = arr ? cJSON_PrintUnformatted(arr) : NULL;
+  cJSON_Delete(arr);
+  if (!raw) return fg_fail(FG_ERR_NOMEM, "chat template: out of memory");
+  fg_status s = fg_cli_chat_render_json(p, t, raw, strlen(raw), msgs, n, o, out, len);
+  free(raw);
   return s;
 }
 
@@ -128,10 +145,24 @@ fg_status fg_cli_chat_render_json(const fg_cli_chat *p, const fg_tokenizer *t, c
     return fg_cli_chat_render(p, t, msgs, n, o, out, len);
   }
   fg_chat_opts oo = *o;
-  char *bos = t ? fg_cli_chat_bos(t) : NULL;
+  char *bos = t ? fg_cli_chat_bos(t) : NULL, *eos = t ? token_text(t, fg_tokenizer_eos(t)) : NULL;
   oo.bos_token = bos;
-  fg_status s = fg_chat_render_template_json(p->tmpl, p->tlen, raw, raw_len, NULL, 0, &oo, out, len);
+  /* eos_token as Hugging Face passes it, for the templates the interpreter runs (the built-in
+   * renderers' templates never print it, so recognised ones keep the fast path) */
+  char *extra = NULL;
+  size_t elen = 0;
+  fg_chat_family fam;
+  if (eos && fg_chat_recognize(p->tmpl, p->tlen, &fam) != FG_OK) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "eos_token", eos);
+    extra = cJSON_PrintUnformatted(x);
+    cJSON_Delete(x);
+    elen = extra ? strlen(extra) : 0;
+  }
+  fg_status s = fg_chat_render_template_json(p->tmpl, p->tlen, raw, raw_len, extra, elen, &oo, out, len);
+  free(extra);
   fg_tokenizer_free_text(bos);
+  fg_tokenizer_free_text(eos);
   return s;
 }
 
