@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <string>
@@ -124,4 +125,62 @@ TEST(JinjaTemplates, BuiltInFastPathEqualsTheInterpreter) {
     compared++;
   }
   EXPECT_GT(compared, 50u);
+}
+
+// forgia chat-template: a template no built-in renderer knows, on a conversation with tool
+// calls and a tools list (--messages, --vars), equal to jinja2's golden; --jsonl gives one
+// line per context, errors as {"error": ...} lines.
+TEST(JinjaTemplates, ChatTemplateCommand) {
+  Goldens g;
+  ASSERT_NE(g.root, nullptr);
+  const cJSON *contexts = cJSON_GetObjectItemCaseSensitive(g.root, "contexts"), *c, *pick = nullptr, *vars = nullptr;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g.root, "cases")) {
+    std::string name = cJSON_GetObjectItemCaseSensitive(c, "template")->valuestring;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(contexts, (int)cJSON_GetObjectItemCaseSensitive(c, "context")->valuedouble), "vars");
+    if (name == "unrecognised/hermes3-llama3.1-8b-tool-use.jinja" && cJSON_GetObjectItemCaseSensitive(c, "text") &&
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "messages")) == 5 &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "add_generation_prompt")) &&
+        cJSON_GetObjectItemCaseSensitive(v, "tools")) {
+      pick = c;
+      vars = v;
+      break;
+    }
+  }
+  ASSERT_NE(pick, nullptr);
+  fgt::TempDir d;
+  char *m = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(vars, "messages"));
+  fgt::write_file(d.file("m.json"), m, strlen(m));
+  free(m);
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddItemToObject(x, "tools", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(vars, "tools"), 1));
+  cJSON_AddStringToObject(x, "eos_token", cJSON_GetObjectItemCaseSensitive(vars, "eos_token")->valuestring);
+  char *xs = cJSON_PrintUnformatted(x);
+  fgt::write_file(d.file("v.json"), xs, strlen(xs));
+  free(xs);
+  cJSON_Delete(x);
+  const std::string tmpl = kChat + "unrecognised/hermes3-llama3.1-8b-tool-use.jinja";
+  std::string out, err;
+  ASSERT_EQ(fgt::run(std::string(FORGIA_CLI) + " chat-template " + tmpl + " --messages " + d.file("m.json") + " --vars " +
+                         d.file("v.json") + " --bos '" + cJSON_GetObjectItemCaseSensitive(vars, "bos_token")->valuestring +
+                         "' --add-generation-prompt",
+                     &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, std::string(cJSON_GetObjectItemCaseSensitive(pick, "text")->valuestring) + "\n");
+  // --jsonl: a render, a raise, a syntax error.
+  const std::string lines = "{\"context\": {\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}}\n"
+                            "{\"context\": {}, \"template\": \"" + d.file("raise.jinja") + "\"}\n"
+                            "{\"context\": {}, \"template\": \"" + d.file("broken.jinja") + "\"}\n";
+  fgt::write_file(d.file("raise.jinja"), "{{ raise_exception('no system role') }}", 39);
+  fgt::write_file(d.file("broken.jinja"), "{% for %}", 9);
+  fgt::write_file(d.file("b.jsonl"), lines.data(), lines.size());
+  fgt::write_file(d.file("t.jinja"), "{{ messages[0].content | upper }}", 33);
+  ASSERT_EQ(fgt::run(std::string(FORGIA_CLI) + " chat-template " + d.file("t.jinja") + " --jsonl " + d.file("b.jsonl"),
+                     &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, "{\"text\":\"HI\"}\n{\"error\":\"no system role\"}\n"
+                 "{\"error\":\"jinja: line 1:8: expected a variable name to assign\"}\n");
+  EXPECT_EQ(fgt::run(std::string(FORGIA_CLI) + " chat-template " + d.file("t.jinja"), &out, &err), 2);
 }
