@@ -359,6 +359,7 @@ static int bpe_piece_cb(void *ctx, const char *piece, size_t len) {
 
 static fg_status encode_text(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *ids) {
   if (!n) return FG_OK;
+  if (t->spm_bpe) return fg_tok_gemma4_fragment(t, s, n, ids);
   if (t->model == FG_TOK_SPM) return fg_tok_spm_fragment(t, s, n, ids);
   if (t->model == FG_TOK_WPM) return fg_tok_wpm_fragment(t, s, n, ids);
   bpe_ctx c = {t, ids, FG_OK};
@@ -472,7 +473,7 @@ static size_t token_bytes(const fg_tokenizer *t, int32_t id, bool first, char *b
     memcpy(buf, s, n);
     return n;
   }
-  if (t->model == FG_TOK_SPM || t->model == FG_TOK_WPM) {
+  if (t->model == FG_TOK_SPM || t->model == FG_TOK_WPM || t->spm_bpe) {
     int byte;
     if (t->type[id] == FG_TOK_TYPE_BYTE && is_byte_piece((const char *)s, n, &byte)) {
       buf[0] = (char)byte;

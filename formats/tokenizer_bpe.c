@@ -97,39 +97,17 @@ static void push_pair(const fg_tokenizer *t, heap_ent *h, size_t *hn, const int3
   if (m) heap_push(h, hn, (heap_ent){m->rank, pos, m->id});
 }
 
-fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out) {
-  const unsigned char *p = (const unsigned char *)piece;
+fg_status fg_tok_bpe_merge(const fg_tokenizer *t, int32_t *sym, int32_t *next, size_t len) {
   if (!len) return FG_OK;
-  if (t->ignore_merges && len <= t->max_token_len) {
-    /* The piece as token text (each byte mapped) may be a token itself. */
-    char small[256];
-    char *mapped = len * 2 <= sizeof small ? small : malloc(len * 2);
-    if (!mapped) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
-    size_t k = 0;
-    for (size_t i = 0; i < len; i++) k += fg_utf8_put(fg_tok_byte_cp(p[i]), mapped + k);
-    int32_t id = fg_tokenizer_index(t, mapped, k);
-    if (mapped != small) free(mapped);
-    if (id >= 0) return fg_tok_ids_push(out, id);
-  }
-  if (len > UINT32_MAX / 2) return fg_fail(FG_ERR_RANGE, "tokenizer: a piece of %zu bytes is too long", len);
-  int32_t *sym = malloc(len * sizeof *sym);
-  int32_t *next = malloc(len * sizeof *next);
+  if (len > UINT32_MAX / 4) return fg_fail(FG_ERR_RANGE, "tokenizer: a piece of %zu symbols is too long", len);
   int32_t *prev = malloc(len * sizeof *prev);
   heap_ent *h = malloc((3 * len + 1) * sizeof *h);
-  fg_status s = FG_OK;
-  if (!sym || !next || !prev || !h) {
-    s = fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for a piece of %zu bytes", len);
-    goto done;
+  if (!prev || !h) {
+    free(prev);
+    free(h);
+    return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for a piece of %zu symbols", len);
   }
   for (size_t i = 0; i < len; i++) {
-    sym[i] = t->byte_ids[p[i]];
-    /* llama.cpp keeps such a byte in place, where it parts its neighbours, and leaves it out of
-     * the ids */
-    if (sym[i] < 0 && t->drop_unknown_bytes) sym[i] = UNKNOWN_BYTE;
-    if (sym[i] == -1) {
-      s = fg_fail(FG_ERR_INVALID_ARG, "tokenizer: byte 0x%02X has no token in this byte-level vocabulary", p[i]);
-      goto done;
-    }
     next[i] = i + 1 < len ? (int32_t)(i + 1) : -1;
     prev[i] = (int32_t)i - 1;
   }
@@ -149,12 +127,47 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
     if (prev[e.pos] >= 0) push_pair(t, h, &hn, sym, (uint32_t)prev[e.pos], (int32_t)e.pos);
     if (next[e.pos] >= 0) push_pair(t, h, &hn, sym, e.pos, next[e.pos]);
   }
+  free(prev);
+  free(h);
+  return FG_OK;
+}
+
+fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out) {
+  const unsigned char *p = (const unsigned char *)piece;
+  if (!len) return FG_OK;
+  if (t->ignore_merges && len <= t->max_token_len) {
+    /* The piece as token text (each byte mapped) may be a token itself. */
+    char small[256];
+    char *mapped = len * 2 <= sizeof small ? small : malloc(len * 2);
+    if (!mapped) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++) k += fg_utf8_put(fg_tok_byte_cp(p[i]), mapped + k);
+    int32_t id = fg_tokenizer_index(t, mapped, k);
+    if (mapped != small) free(mapped);
+    if (id >= 0) return fg_tok_ids_push(out, id);
+  }
+  int32_t *sym = malloc(len * sizeof *sym);
+  int32_t *next = malloc(len * sizeof *next);
+  fg_status s = FG_OK;
+  if (!sym || !next) {
+    s = fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for a piece of %zu bytes", len);
+    goto done;
+  }
+  for (size_t i = 0; i < len; i++) {
+    sym[i] = t->byte_ids[p[i]];
+    /* llama.cpp keeps such a byte in place, where it parts its neighbours, and leaves it out of
+     * the ids */
+    if (sym[i] < 0 && t->drop_unknown_bytes) sym[i] = UNKNOWN_BYTE;
+    if (sym[i] == -1) {
+      s = fg_fail(FG_ERR_INVALID_ARG, "tokenizer: byte 0x%02X has no token in this byte-level vocabulary", p[i]);
+      goto done;
+    }
+  }
+  if ((s = fg_tok_bpe_merge(t, sym, next, len))) goto done;
   for (int32_t i = 0; i >= 0 && s == FG_OK; i = next[i])
     if (sym[i] != UNKNOWN_BYTE) s = fg_tok_ids_push(out, sym[i]);
 done:
   free(sym);
   free(next);
-  free(prev);
-  free(h);
   return s;
 }

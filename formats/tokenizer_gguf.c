@@ -1,5 +1,6 @@
 /* The tokenizer a GGUF carries: its tokenizer.ggml.* fields, surfaced unchanged, and the
  * tokenizer built from them. Only metadata is read. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,9 +112,11 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   if (!g.has_model) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", path);
   if (!g.has_tokens) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.tokens", path);
   fg_tok_vocab v;
-  if (str_is(g.model, "gpt2")) {
+  const bool gemma4 = str_is(g.model, "gemma4");
+  if (str_is(g.model, "gpt2") || gemma4) {
     v = fg_tok_vocab_init(FG_TOK_BPE);
-    if (!g.has_merges) return fg_fail(FG_ERR_NOT_FOUND, "%s: a gpt2 tokenizer without tokenizer.ggml.merges", path);
+    if (!g.has_merges)
+      return fg_fail(FG_ERR_NOT_FOUND, "%s: a %s tokenizer without tokenizer.ggml.merges", path, gemma4 ? "gemma4" : "gpt2");
   } else if (str_is(g.model, "llama")) {
     v = fg_tok_vocab_init(FG_TOK_SPM);
     if (!g.has_scores) return fg_fail(FG_ERR_NOT_FOUND, "%s: a llama tokenizer without tokenizer.ggml.scores", path);
@@ -125,7 +128,7 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
     v = fg_tok_vocab_init(FG_TOK_WPM);
   } else {
     return fg_fail(FG_ERR_UNSUPPORTED,
-                   "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, llama or bert)", path,
+                   "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, gemma4, llama or bert)", path,
                    (int)g.model.len, g.model.ptr);
   }
   uint64_t n = g.tokens.len;
@@ -179,7 +182,7 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   }
   if (v.model == FG_TOK_BPE) {
     /* no tokenizer.ggml.pre: llama.cpp's "default" pre-tokenizer (it warns that quality suffers) */
-    fg_gguf_str pn = g.has_pre ? g.pre : (fg_gguf_str){"default", 7};
+    fg_gguf_str pn = gemma4 ? (fg_gguf_str){"gemma4", 6} : g.has_pre ? g.pre : (fg_gguf_str){"default", 7};
     if (!(pre = malloc(pn.len + 1))) {
       s = fg_fail(FG_ERR_NOMEM, "%s: out of memory", path);
       goto done;
@@ -198,7 +201,8 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   v.n_merges = g.merges.len;
   v.merges = mer;
   v.merge_lens = mer_len;
-  v.add_bos = g.has_add_bos ? g.add_bos : fg_tok_gguf_default_bos(v.model, pre);
+  /* llama.cpp turns BOS on for Gemma 4 whatever the file says */
+  v.add_bos = gemma4 || (g.has_add_bos ? g.add_bos : fg_tok_gguf_default_bos(v.model, pre));
   if ((s = id_field(f, "tokenizer.ggml.bos_token_id", g.has_bos, g.bos, n, &v.bos_id)) ||
       (s = id_field(f, "tokenizer.ggml.eos_token_id", g.has_eos, g.eos, n, &v.eos_id)) ||
       (s = id_field(f, "tokenizer.ggml.unknown_token_id", g.has_unk, g.unk, n, &v.unk_id)))
@@ -228,6 +232,15 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   } else {
     (*out)->clean_spaces = fg_tok_gguf_clean_spaces(v.model, pre);
     (*out)->drop_unknown_bytes = true;
+    if (gemma4) {
+      /* its bytes are SentencePiece's <0xXX> pieces, not GPT-2-mapped characters */
+      (*out)->spm_bpe = true;
+      for (int b = 0; b < 256; b++) {
+        char piece[7];
+        snprintf(piece, sizeof piece, "<0x%02X>", b);
+        (*out)->byte_ids[b] = fg_tokenizer_index(*out, piece, 6);
+      }
+    }
   }
 done:
   free(tok);

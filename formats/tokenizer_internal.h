@@ -18,6 +18,7 @@ typedef enum fg_tok_pre_kind {
   FG_PRE_DEEPSEEK_CODER,
   FG_PRE_DEEPSEEK_LLM,
   FG_PRE_DEFAULT, /* llama.cpp's, for a GGUF that names none */
+  FG_PRE_GEMMA4,  /* newline runs apart from the rest (the text is not byte-mapped) */
 } fg_tok_pre_kind;
 
 /* A compiled pre-tokenizer (tokenizer_pre.c). Immutable once built: encodes on several
@@ -64,6 +65,9 @@ struct fg_tokenizer {
    * ?!., and some apostrophes (clean_up_tokenization_spaces); a byte whose mapped character
    * is no token is dropped from the ids instead of failing the encode. */
   bool clean_spaces, drop_unknown_bytes;
+  /* Gemma 4 (tokenizer_gemma4.c): BPE over the UTF-8 characters themselves, every ' ' as
+   * U+2581, bytes without a token as <0xXX> pieces; decoded as SentencePiece pieces are. */
+  bool spm_bpe;
   int32_t bos, eos, unk, sep;
 };
 
@@ -109,6 +113,12 @@ const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, 
 
 /* Encode one piece after pre-tokenization (BPE) or one normalized fragment (SPM). */
 fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out);
+/* The merge loop over len symbols (token ids; a negative one never merges), best rank first,
+ * leftmost among equals; next is filled here, and the symbols left are those reachable from
+ * 0 through it. */
+fg_status fg_tok_bpe_merge(const fg_tokenizer *t, int32_t *sym, int32_t *next, size_t len);
+/* Gemma 4: the text between added tokens. */
+fg_status fg_tok_gemma4_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);
 fg_status fg_tok_spm_fragment(const fg_tokenizer *t, const char *frag, size_t len, fg_tok_ids *out);
 /* WordPiece (tokenizer_wpm.c): the text between added tokens. */
 fg_status fg_tok_wpm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);

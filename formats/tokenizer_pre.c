@@ -43,6 +43,8 @@ static const char re_falcon_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|`]+";
 static const char re_three_digits[] = "[0-9][0-9][0-9]";
 /* llama.cpp's default, for a GGUF that names no pre-tokenizer: Falcon's without the backtick. */
 static const char re_default_punct[] = "[\\p{P}\\$\\+<=>\\^~\\|]+";
+/* Gemma 4: runs of newlines apart from runs of anything else. */
+static const char re_newlines[] = "[^\\n]+|\\n+";
 /* DeepSeek: line breaks alone, then words with one leading space, punctuation runs, CJK runs
  * (U+4E00..U+9FA5, U+0800..U+4E00, Hangul U+AC00..U+D7FF), numbers. */
 static const char re_line_break[] = "[\\r\\n]";
@@ -94,7 +96,7 @@ static const struct {
     {"qwen35", FG_PRE_QWEN35}, {"starcoder", FG_PRE_SMOLLM},  {"refact", FG_PRE_SMOLLM},
     {"command-r", FG_PRE_SMOLLM}, {"mpt", FG_PRE_GPT2},       {"falcon", FG_PRE_FALCON},
     {"deepseek-coder", FG_PRE_DEEPSEEK_CODER}, {"deepseek-llm", FG_PRE_DEEPSEEK_LLM},
-    {"default", FG_PRE_DEFAULT},
+    {"default", FG_PRE_DEFAULT}, {"gemma4", FG_PRE_GEMMA4},
 };
 
 fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
@@ -106,7 +108,7 @@ fg_status fg_tok_pre_kind_of(const char *name, fg_tok_pre_kind *kind) {
     }
   return fg_fail(FG_ERR_UNSUPPORTED,
                  "tokenizer: unknown pre-tokenizer \"%s\" (expected gpt2, gpt-2, smollm, llama3, llama-bpe, qwen2, "
-                 "qwen35, starcoder, refact, command-r, mpt, falcon, deepseek-coder, deepseek-llm or default)",
+                 "qwen35, starcoder, refact, command-r, mpt, falcon, deepseek-coder, deepseek-llm, default or gemma4)",
                  name);
 }
 
@@ -121,6 +123,7 @@ const char *fg_tok_pre_kind_name(fg_tok_pre_kind kind) {
     case FG_PRE_DEEPSEEK_CODER: return "deepseek-coder";
     case FG_PRE_DEEPSEEK_LLM: return "deepseek-llm";
     case FG_PRE_DEFAULT: return "default";
+    case FG_PRE_GEMMA4: return "gemma4";
     default: return "";
   }
 }
@@ -157,6 +160,7 @@ fg_status fg_tok_pre_new(fg_tok_pre_kind kind, fg_tok_pre **out) {
     case FG_PRE_DEFAULT:
       seq[0] = re_default_punct, seq[1] = re_gpt2, seq[2] = re_numbers, seq[3] = re_three_digits;
       break;
+    case FG_PRE_GEMMA4: seq[0] = re_newlines; break;
     case FG_PRE_DEEPSEEK_LLM:
       seq[0] = re_line_break, seq[1] = re_dsl_letters, seq[2] = re_dsl_punct, seq[3] = re_trailing_space,
       seq[4] = re_cjk, seq[5] = re_numbers;
