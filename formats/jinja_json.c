@@ -60,7 +60,9 @@ static bool pstr(jp *p, jv *out) {
     p->i++;
     return true;
   }
-  char *o = ja_alloc(&p->c->a, p->n - b + 1);
+  size_t e = p->i; /* the closing quote bounds the decoded length (escapes only shrink) */
+  while (e < p->n && p->s[e] != '"') e += p->s[e] == '\\' ? 2 : 1;
+  char *o = ja_alloc(&p->c->a, (e < p->n ? e : p->n) - b + 1);
   size_t k = p->i - b;
   memcpy(o, p->s + b, k);
   for (;;) {
