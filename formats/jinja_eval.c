@@ -248,6 +248,8 @@ static jv slice(jctx *c, const jnode *n, jv obj) {
   if ((obj.t != JV_LIST && obj.t != JV_STR) || obj.tuple == 2)
     jfail(c, n, FG_ERR_INVALID_ARG, "'%s' object is not subscriptable", jv_typename(obj));
   int64_t len = (int64_t)(obj.t == JV_LIST ? obj.u.l->n : ju_len(obj.u.s, obj.n));
+  if (step > len) step = len + 1; /* one item either way; keeps i + step from overflowing */
+  if (step < -len) step = -len - 1;
   int64_t lo = slice_bound(c, n, b, len, step > 0 ? 0 : len - 1, true, step);
   int64_t hi = slice_bound(c, n, e, len, step > 0 ? len : -1, false, step);
   jv out = jv_list(c, 0);
@@ -283,7 +285,7 @@ static int64_t ival(jv v) { return v.t == JV_INT ? v.u.i : v.u.b; }
 static double fval(jv v) { return v.t == JV_FLOAT ? v.u.f : (double)ival(v); }
 
 static jv repeat(jctx *c, const jnode *at, jv seq, int64_t k) {
-  if (k < 0) k = 0;
+  if (k < 0 || (seq.t == JV_STR ? seq.n : seq.u.l->n) == 0) k = 0; /* an empty sequence stays empty, at once */
   if (seq.t == JV_STR) {
     if (seq.n && (uint64_t)k > c->o.max_output / seq.n) jfail(c, at, FG_ERR_RANGE, "string repetition exceeds the output bound");
     jbuf b = {0};

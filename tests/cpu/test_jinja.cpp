@@ -257,3 +257,10 @@ TEST(Jinja, NullArguments) {
   fg_jinja_free(j);
   fg_jinja_free(nullptr);
 }
+
+TEST(Jinja, HugeCountsOnEmptyOrShortSequencesEndAtOnce) {
+  EXPECT_EQ(render("[{{ '' * 9223372036854775807 }}]{{ [] * 9223372036854775807 }}").text, "[][]");
+  EXPECT_EQ(render("{{ 'abc'[1::9223372036854775807] }}{{ 'abc'[::-9223372036854775807] }}{{ [1, 2][::-9223372036854775807] }}")
+                .text,
+            "bc[2]");
+}
