@@ -7,7 +7,7 @@
 #include <utf8proc.h>
 
 #include "core/text.h"
-#include "formats/tokenizer_internal.h"
+#include "formats/tokenizer_hf_internal.h"
 
 fg_tok_vocab fg_tok_vocab_init(fg_tok_model model) {
   fg_tok_vocab v;
@@ -309,6 +309,7 @@ fg_status fg_tokenizer_from_vocab(const fg_tok_vocab *v, fg_tokenizer **out) {
 void fg_tokenizer_close(fg_tokenizer *t) {
   if (!t) return;
   fg_tok_pre_free(t->pre);
+  fg_tok_hf_free(t->hf);
   fg_name_table_free(&t->tab);
   free(t->blob);
   free(t->off);
@@ -408,7 +409,11 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   if (!t || (!text && len) || !ids || !n_ids) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_encode: NULL argument");
   fg_tok_ids out = {0};
   fg_status s = FG_OK;
-  if (add_bos && t->bos >= 0) s = fg_tok_ids_push(&out, t->bos);
+  if (t->hf) {
+    s = fg_tok_hf_encode(t, text ? text : "", len, add_bos, &out);
+  } else if (add_bos && t->bos >= 0) {
+    s = fg_tok_ids_push(&out, t->bos);
+  }
   const char *src = text ? text : "";
   char *norm = NULL;
   size_t n = len;
@@ -416,7 +421,8 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   /* SentencePiece (and a GGUF) normalizes the whole text, then finds added tokens in it;
    * Hugging Face finds them in the raw text and normalizes each run between them. */
   bool per_run = t->model == FG_TOK_SPM && t->prefix_at != FG_TOK_PREFIX_TEXT;
-  if (s == FG_OK && t->model == FG_TOK_SPM && len && !per_run) {
+  if (t->hf) n = 0; /* done above */
+  if (s == FG_OK && !t->hf && t->model == FG_TOK_SPM && len && !per_run) {
     s = spm_normalize(t->add_space_prefix, src, len, &norm, &n);
     src = norm;
   }
@@ -446,7 +452,7 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
       while (pos < n && (src[pos] == ' ' || (src[pos] >= '\t' && src[pos] <= '\r'))) pos++;
   }
   free(norm);
-  if (s == FG_OK && add_bos && t->model == FG_TOK_WPM && t->sep >= 0) s = fg_tok_ids_push(&out, t->sep);
+  if (s == FG_OK && add_bos && !t->hf && t->model == FG_TOK_WPM && t->sep >= 0) s = fg_tok_ids_push(&out, t->sep);
   if (s != FG_OK) {
     free(out.v);
     return s;
@@ -526,6 +532,7 @@ fg_status fg_tokenizer_decode(const fg_tokenizer *t, const int32_t *ids, size_t 
                      (int)ids[i], i, t->n);
     total += fg_tok_len(t, ids[i]);
   }
+  if (t->hf) return fg_tok_hf_decode(t, ids, n_ids, text, len);
   char *o = malloc(total);
   if (!o) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory for %zu bytes", total);
   size_t k = 0;
@@ -547,6 +554,7 @@ struct fg_tok_stream {
   size_t held; /* bytes of an incomplete character carried from the last push */
   char out[4]; /* what finish hands back */
   bool first;
+  fg_hf_stream hf; /* a tokenizer.json pipeline's (tokenizer_hf_run.c) */
 };
 
 fg_status fg_tok_stream_create(const fg_tokenizer *t, fg_tok_stream **out) {
@@ -579,6 +587,7 @@ fg_status fg_tok_stream_push(fg_tok_stream *s, int32_t id, const char **bytes, s
   const fg_tokenizer *t = s->t;
   if (id < 0 || (size_t)id >= t->n)
     return fg_fail(FG_ERR_RANGE, "tokenizer: id %d is outside the vocabulary of %zu tokens", (int)id, t->n);
+  if (t->hf) return fg_hf_stream_push(t, &s->hf, id, bytes, len);
   memcpy(s->buf, s->out, s->held); /* the incomplete character carried from the last push */
   size_t n = s->held + token_bytes(t, id, s->first, s->buf + s->held);
   if (!keeps_first(t, id)) s->first = false;
@@ -591,6 +600,10 @@ fg_status fg_tok_stream_push(fg_tok_stream *s, int32_t id, const char **bytes, s
 }
 
 void fg_tok_stream_finish(fg_tok_stream *s, const char **bytes, size_t *len) {
+  if (s->t->hf) {
+    fg_hf_stream_finish(&s->hf, bytes, len);
+    return;
+  }
   *bytes = s->out;
   *len = s->held;
   s->held = 0;
@@ -600,5 +613,6 @@ void fg_tok_stream_finish(fg_tok_stream *s, const char **bytes, size_t *len) {
 void fg_tok_stream_free(fg_tok_stream *s) {
   if (!s) return;
   free(s->buf);
+  fg_hf_stream_free(&s->hf);
   free(s);
 }

@@ -9,7 +9,7 @@
 
 #include "core/text.h"
 #include "forgia/mapping.h"
-#include "formats/tokenizer_internal.h"
+#include "formats/tokenizer_hf_internal.h"
 
 /* tokenizer.json and its config are read whole; a 256 MiB cap keeps a wrong path (a weights
  * file named tokenizer.json) from being parsed as JSON. */
@@ -406,7 +406,9 @@ fg_status fg_tokenizer_from_hf_dir(const char *dir, fg_tokenizer **out) {
   }
   if ((s = fg_tok_read_json(tj, &root))) goto done;
   if (stat(tc, &st) == 0 && (s = fg_tok_read_json(tc, &cfg))) goto done;
+  /* The shapes of the fast paths first; any other file runs the general pipeline. */
   s = build_from_json(tj, root, cfg, out);
+  if (s == FG_ERR_UNSUPPORTED) s = fg_hf_build(tj, root, cfg, out);
 done:
   cJSON_Delete(root);
   cJSON_Delete(cfg);

@@ -69,6 +69,7 @@ struct fg_tokenizer {
    * U+2581, bytes without a token as <0xXX> pieces; decoded as SentencePiece pieces are. */
   bool spm_bpe;
   int32_t bos, eos, unk, sep;
+  struct fg_tok_hf *hf; /* a general tokenizer.json pipeline (tokenizer_hf_internal.h), or NULL */
 };
 
 static inline const char *fg_tok_text(const fg_tokenizer *t, int32_t id) { return t->blob + t->off[id]; }

@@ -1,6 +1,7 @@
 /* Tokenizers: text to the token ids a model was trained on, and back.
  *
- * Two vocabulary kinds behind one encode/decode API:
+ * Vocabulary kinds behind one encode/decode API (and, from a tokenizer.json, WordPiece,
+ * Unigram and WordLevel models: see fg_tokenizer_from_hf_dir):
  *   - byte-level BPE (the GPT-2 shape: token strings by id written through the GPT-2 byte
  *     map, and a ranked merge list, best first), with a pre-tokenizer (a regex kind);
  *   - SentencePiece style (pieces with a score each, merged greedily by score, spaces as
@@ -34,7 +35,10 @@ typedef enum fg_tok_model {
   FG_TOK_BPE = 1, /* byte-level BPE: GGUF tokenizer.ggml.model "gpt2" */
   FG_TOK_SPM = 2, /* SentencePiece style: GGUF tokenizer.ggml.model "llama" */
   FG_TOK_WPM = 3, /* WordPiece as llama.cpp runs GGUF tokenizer.ggml.model "bert": word-initial
-                     pieces stored with a leading U+2581, continuations bare */
+                     pieces stored with a leading U+2581, continuations bare; or a tokenizer.json
+                     WordPiece model (continuations with their prefix, "##") */
+  FG_TOK_UNIGRAM = 4,   /* a tokenizer.json Unigram model (pieces with log-probabilities) */
+  FG_TOK_WORDLEVEL = 5, /* a tokenizer.json WordLevel model (whole words or unk) */
 } fg_tok_model;
 
 /* GGUF token types (llama.cpp's numbering), used when token_type is given. */
@@ -176,8 +180,19 @@ FG_API fg_status fg_gguf_tokenizer_fields(const fg_gguf_file *f, fg_gguf_tok_fie
  * required key is absent, FG_ERR_UNSUPPORTED naming a tokenizer.ggml.model or .pre this
  * library does not know. */
 FG_API fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out);
-/* From a Hugging Face directory: tokenizer.json (model vocab and merges, added_tokens,
- * pre-tokenizer) and tokenizer_config.json when present (bos/eos, add_bos_token). */
+/* From a Hugging Face directory: tokenizer.json and tokenizer_config.json when present
+ * (bos/eos, add_bos_token). Byte-level BPE with a known pre-tokenizer and SentencePiece-style
+ * BPE take the fast paths above; any other tokenizer.json runs the general pipeline read from
+ * the file (normalizers, pre-tokenizers, a BPE / WordPiece / Unigram / WordLevel model,
+ * post-processor, decoders, added tokens with lstrip / rstrip / single_word / normalized), as
+ * Hugging Face `tokenizers` runs it. There, fg_tokenizer_encode's add_bos is `tokenizers`'
+ * add_special_tokens (the post-processor's single template, e.g. [CLS] A [SEP]), its default
+ * (fg_tokenizer_add_bos) is whether the template adds any id, fg_tokenizer_bos is the config's
+ * bos_token or else the template's first id, and decode runs the file's decoders (tokens
+ * joined by spaces when it has none); truncation and padding are not applied.
+ * FG_ERR_UNSUPPORTED names the JSON path of a component or option that is not implemented
+ * ("tokenizer.json: pre_tokenizer.pretokenizers[1].type \"Foo\" is not supported");
+ * FG_ERR_INVALID_ARG the path of a malformed one. */
 FG_API fg_status fg_tokenizer_from_hf_dir(const char *dir, fg_tokenizer **out);
 /* PATH a .gguf file (metadata only) or a Hugging Face directory. */
 FG_API fg_status fg_tokenizer_open(const char *path, fg_tokenizer **out);

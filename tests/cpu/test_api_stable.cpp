@@ -116,7 +116,7 @@ const Pin kGgufType[] = {
 
 // fg_tok_model
 const Pin kTokModel[] = {
-    P(FG_TOK_BPE, 1), P(FG_TOK_SPM, 2),
+    P(FG_TOK_BPE, 1), P(FG_TOK_SPM, 2), P(FG_TOK_WPM, 3), P(FG_TOK_UNIGRAM, 4), P(FG_TOK_WORDLEVEL, 5),
 };
 
 // FG_TOK_TYPE_* (an anonymous enum)

