@@ -309,6 +309,7 @@ fg_status fg_tokenizer_from_vocab(const fg_tok_vocab *v, fg_tokenizer **out) {
 void fg_tokenizer_close(fg_tokenizer *t) {
   if (!t) return;
   fg_tok_pre_free(t->pre);
+  fg_tok_ugm_free(t->ugm);
   fg_tok_hf_free(t->hf);
   fg_name_table_free(&t->tab);
   free(t->blob);
@@ -361,6 +362,7 @@ static int bpe_piece_cb(void *ctx, const char *piece, size_t len) {
 static fg_status encode_text(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *ids) {
   if (!n) return FG_OK;
   if (t->spm_bpe) return fg_tok_gemma4_fragment(t, s, n, ids);
+  if (t->ugm) return fg_tok_ugm_fragment(t, s, n, ids);
   if (t->model == FG_TOK_SPM) return fg_tok_spm_fragment(t, s, n, ids);
   if (t->model == FG_TOK_WPM) return fg_tok_wpm_fragment(t, s, n, ids);
   bpe_ctx c = {t, ids, FG_OK};
@@ -411,7 +413,7 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   fg_status s = FG_OK;
   if (t->hf) {
     s = fg_tok_hf_encode(t, text ? text : "", len, add_bos, &out);
-  } else if (add_bos && t->bos >= 0) {
+  } else if (add_bos && t->bos >= 0 && !t->ugm_no_bos) {
     s = fg_tok_ids_push(&out, t->bos);
   }
   const char *src = text ? text : "";
@@ -420,9 +422,9 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   /* An empty text stays empty: SentencePiece adds no dummy prefix to nothing. */
   /* SentencePiece (and a GGUF) normalizes the whole text, then finds added tokens in it;
    * Hugging Face finds them in the raw text and normalizes each run between them. */
-  bool per_run = t->model == FG_TOK_SPM && t->prefix_at != FG_TOK_PREFIX_TEXT;
+  bool per_run = t->model == FG_TOK_SPM && !t->ugm && t->prefix_at != FG_TOK_PREFIX_TEXT;
   if (t->hf) n = 0; /* done above */
-  if (s == FG_OK && !t->hf && t->model == FG_TOK_SPM && len && !per_run) {
+  if (s == FG_OK && !t->hf && t->model == FG_TOK_SPM && !t->ugm && len && !per_run) {
     s = spm_normalize(t->add_space_prefix, src, len, &norm, &n);
     src = norm;
   }
@@ -453,6 +455,7 @@ fg_status fg_tokenizer_encode(const fg_tokenizer *t, const char *text, size_t le
   }
   free(norm);
   if (s == FG_OK && add_bos && !t->hf && t->model == FG_TOK_WPM && t->sep >= 0) s = fg_tok_ids_push(&out, t->sep);
+  if (s == FG_OK && add_bos && t->ugm && t->ugm_eos >= 0) s = fg_tok_ids_push(&out, t->ugm_eos);
   if (s != FG_OK) {
     free(out.v);
     return s;

@@ -103,6 +103,33 @@ static fg_status id_field(const fg_gguf_file *f, const char *key, bool has, uint
   return FG_OK;
 }
 
+/* Unigram's flags as llama.cpp reads them: add_space_prefix and remove_extra_whitespaces off
+ * unless the file turns them on; EOS after an encode with the specials unless
+ * add_eos_token is false, BOS before it only when add_bos_token is true. */
+static fg_status ugm_setup(const fg_gguf_file *f, const fg_gguf_tok_fields *g, fg_tokenizer *t) {
+  const char *path = fg_gguf_path(f);
+  bool has_rx = false, rx = false, has_eos = false, add_eos = true, has_cm = false;
+  fg_gguf_array cm;
+  fg_status s;
+  if ((s = get_bool(f, "tokenizer.ggml.remove_extra_whitespaces", &has_rx, &rx)) ||
+      (s = get_bool(f, "tokenizer.ggml.add_eos_token", &has_eos, &add_eos)) ||
+      (s = get_arr(f, "tokenizer.ggml.precompiled_charsmap", FG_GGUF_UINT8, &has_cm, &cm)))
+    return s;
+  if (has_cm && cm.elem_type != FG_GGUF_UINT8 && cm.elem_type != FG_GGUF_INT8)
+    return fg_fail(FG_ERR_TYPE, "%s: tokenizer.ggml.precompiled_charsmap is an array of %s, expected uint8 or int8",
+                   path, fg_gguf_type_name(cm.elem_type));
+  const bool prefix = g->has_add_space_prefix && g->add_space_prefix;
+  if ((s = fg_tok_ugm_new(t, has_cm ? cm.data : NULL, has_cm ? (size_t)cm.len : 0, prefix, rx, &t->ugm)))
+    return fg_fail_prefix(s, "%s: ", path);
+  t->add_space_prefix = prefix; /* detokenize drops the first token's space */
+  t->prefix_at = FG_TOK_PREFIX_SEGMENT;
+  const bool add_bos = g->has_add_bos && g->add_bos;
+  t->ugm_eos = add_eos ? t->eos : -1;
+  t->ugm_no_bos = !add_bos;
+  t->add_bos = add_bos || (add_eos && t->eos >= 0);
+  return FG_OK;
+}
+
 fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   if (!f || !out) return fg_fail(FG_ERR_INVALID_ARG, "fg_tokenizer_from_gguf: NULL argument");
   fg_gguf_tok_fields g;
@@ -112,7 +139,7 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   if (!g.has_model) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.model", path);
   if (!g.has_tokens) return fg_fail(FG_ERR_NOT_FOUND, "%s: no tokenizer.ggml.tokens", path);
   fg_tok_vocab v;
-  const bool gemma4 = str_is(g.model, "gemma4");
+  const bool gemma4 = str_is(g.model, "gemma4"), t5 = str_is(g.model, "t5");
   if (str_is(g.model, "gpt2") || gemma4) {
     v = fg_tok_vocab_init(FG_TOK_BPE);
     if (!g.has_merges)
@@ -126,9 +153,15 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
     v.prefix_at = FG_TOK_PREFIX_SEGMENT;
   } else if (str_is(g.model, "bert")) {
     v = fg_tok_vocab_init(FG_TOK_WPM);
+  } else if (t5) {
+    /* Unigram: the pieces and scores of a SentencePiece vocabulary, its own normalizer
+     * (tokenizer_ugm.c), so none of SentencePiece's BPE-style space handling here */
+    v = fg_tok_vocab_init(FG_TOK_SPM);
+    if (!g.has_scores) return fg_fail(FG_ERR_NOT_FOUND, "%s: a t5 tokenizer without tokenizer.ggml.scores", path);
+    v.add_space_prefix = false;
   } else {
     return fg_fail(FG_ERR_UNSUPPORTED,
-                   "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, gemma4, llama or bert)", path,
+                   "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, gemma4, llama, bert or t5)", path,
                    (int)g.model.len, g.model.ptr);
   }
   uint64_t n = g.tokens.len;
@@ -232,6 +265,11 @@ fg_status fg_tokenizer_from_gguf(const fg_gguf_file *f, fg_tokenizer **out) {
   } else {
     (*out)->clean_spaces = fg_tok_gguf_clean_spaces(v.model, pre);
     (*out)->drop_unknown_bytes = true;
+    if (t5 && (s = ugm_setup(f, &g, *out))) {
+      fg_tokenizer_close(*out);
+      *out = NULL;
+      goto done;
+    }
     if (gemma4) {
       /* its bytes are SentencePiece's <0xXX> pieces, not GPT-2-mapped characters */
       (*out)->spm_bpe = true;

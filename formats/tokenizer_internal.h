@@ -68,6 +68,11 @@ struct fg_tokenizer {
   /* Gemma 4 (tokenizer_gemma4.c): BPE over the UTF-8 characters themselves, every ' ' as
    * U+2581, bytes without a token as <0xXX> pieces; decoded as SentencePiece pieces are. */
   bool spm_bpe;
+  /* Unigram ("t5", tokenizer_ugm.c): its normalizer and Viterbi; an encode with the specials
+   * puts ugm_eos last (-1: none) and a BOS first unless ugm_no_bos. */
+  struct fg_tok_ugm *ugm;
+  int32_t ugm_eos;
+  bool ugm_no_bos;
   int32_t bos, eos, unk, sep;
   struct fg_tok_hf *hf; /* a general tokenizer.json pipeline (tokenizer_hf_internal.h), or NULL */
 };
@@ -120,6 +125,13 @@ fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len,
 fg_status fg_tok_bpe_merge(const fg_tokenizer *t, int32_t *sym, int32_t *next, size_t len);
 /* Gemma 4: the text between added tokens. */
 fg_status fg_tok_gemma4_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);
+/* Unigram: built from the vocabulary's scores and types and the file's precompiled_charsmap
+ * (n bytes, may be 0); the text between added tokens. */
+struct fg_tok_ugm;
+fg_status fg_tok_ugm_new(const fg_tokenizer *t, const uint8_t *charsmap, size_t n, bool add_space_prefix,
+                         bool remove_extra_ws, struct fg_tok_ugm **out);
+void fg_tok_ugm_free(struct fg_tok_ugm *u);
+fg_status fg_tok_ugm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);
 fg_status fg_tok_spm_fragment(const fg_tokenizer *t, const char *frag, size_t len, fg_tok_ids *out);
 /* WordPiece (tokenizer_wpm.c): the text between added tokens. */
 fg_status fg_tok_wpm_fragment(const fg_tokenizer *t, const char *s, size_t n, fg_tok_ids *out);

@@ -27,7 +27,7 @@ SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 PREFIX = "llama_cpp_python-0.3.36/vendor/llama.cpp/models/"
 SEP = "\n__ggml_vocab_test__\n"
 # vocabulary -> the kind forgia refuses, and what the refusal must say
-REFUSED = {"ggml-vocab-nomic-bert-moe.gguf": "t5"}
+REFUSED = {}
 
 
 def fetch(cache):
