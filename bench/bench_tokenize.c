@@ -1,7 +1,8 @@
 /* Encode throughput (MB of text per second, one thread) of forgia's tokenizers against the
  * Hugging Face `tokenizers` library encoding the same texts in the same run
  * (bench_tokenize_peer.py), on the committed corpus (prose, code, CJK, emoji, whitespace
- * runs, special tokens) with the Llama 3 and SmolLM2-style fixtures of tests/data/tok.
+ * runs, special tokens) with the Llama 3 and Qwen 2 fixtures of tests/data/tok and the
+ * WordPiece, Unigram and WordLevel fixtures of tests/data/tok/hf_pipeline.
  * Each text is encoded by its own call, as a serving loop or `forgia tokenize --file` does.
  *   bench_tokenize [--python PY] [--reps N] [--size BYTES]
  * --size: bytes of text per timed run (the corpus repeated; default 4 MB). */
@@ -109,8 +110,11 @@ int main(int argc, char **argv) {
   if (!bytes) die("corpus.json holds no text");
   c.reps = b.size / bytes + 1;
   double mb = (double)(bytes * c.reps) / 1e6;
-  const char *names[] = {"llama3", "qwen2"};
-  for (int k = 0; k < 2; k++) {
+  /* byte-level BPE (Llama 3, Qwen 2), then the general tokenizer.json pipeline's fixtures:
+   * WordPiece with BERT's normalizer, Unigram with Metaspace, WordLevel */
+  const char *names[] = {"llama3", "qwen2", "hf_pipeline/bert_wordpiece", "hf_pipeline/unigram_meta",
+                         "hf_pipeline/wordlevel"};
+  for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
     char path[1024];
     snprintf(path, sizeof path, TOK_DATA "%s", names[k]);
     fg_tokenizer *t;
@@ -129,7 +133,8 @@ int main(int argc, char **argv) {
     if (p) pclose(p);
     if (peer <= 0) fprintf(stderr, "bench_tokenize: peer run failed (%s); ratio omitted\n", cmd);
     char fig[64];
-    snprintf(fig, sizeof fig, "encode_%s_MBps", names[k]);
+    const char *short_name = strchr(names[k], '/') ? strchr(names[k], '/') + 1 : names[k];
+    snprintf(fig, sizeof fig, "encode_%s_MBps", short_name);
     fg_bench_report(&b, fig, mb / s, "MB/s", "hf_tokenizers_MBps", peer > 0 ? mb / peer : 0);
     fg_tokenizer_close(t);
   }
