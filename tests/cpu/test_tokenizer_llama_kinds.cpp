@@ -8,6 +8,7 @@
 // llama.cpp live in interop.tok_llama_goldens). Damaged charsmaps fail with a message.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -184,6 +185,42 @@ TEST(LlamaKinds, DefaultPreTokenizerAndDetokenizerSpaceCleaning) {
   EXPECT_EQ(text_of(t, {0, 1, 3, 4}), "a's");         // " 's" loses its space
   EXPECT_EQ(text_of(t, {0, 1, 3, 6}), "a 't");        // " 't" keeps it
   fg_tokenizer_close(t);
+}
+
+}  // namespace
+
+namespace {
+
+// detokenize --file: one JSON string line per line of ids, escaped as llama_tok writes them
+// (the form interop.tok_llama_goldens compares); usage mistakes exit 2, a bad line 1 naming it.
+TEST(LlamaKinds, DetokenizeFileWritesOneJsonLinePerLine) {
+  const std::string cli = FORGIA_CLI, vocab = FORGIA_SOURCE_DIR "/tests/data/tok/smollm2.gguf";
+  fgt::TempDir d;
+  const std::string ids = d.file("ids.txt");
+  {
+    FILE *f = fopen(ids.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("6403 1980 253 655\n\n1 198 2\n", f);  // a text, nothing, <|im_start|> \n <|im_end|>
+    fclose(f);
+  }
+  std::string out, err;
+  ASSERT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + ids, &out, &err), 0) << err;
+  EXPECT_EQ(out, "\"Once upon a time\"\n\"\"\n\"<|im_start|>\\n<|im_end|>\"\n");
+  ASSERT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + ids + " --skip-special", &out, &err), 0) << err;
+  EXPECT_EQ(out, "\"Once upon a time\"\n\"\"\n\"\\n\"\n");
+  EXPECT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + ids + " --file " + ids, &out, &err), 2);
+  EXPECT_NE(err.find("given twice"), std::string::npos) << err;
+  EXPECT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + ids + " 5", &out, &err), 2);
+  EXPECT_EQ(fgt::run(cli + " detokenize " + vocab + " --file", &out, &err), 2);
+  {
+    FILE *f = fopen(ids.c_str(), "w");
+    fputs("1 2\n3 x\n", f);
+    fclose(f);
+  }
+  EXPECT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + ids, &out, &err), 1);
+  EXPECT_NE(err.find("line 2"), std::string::npos) << err;
+  EXPECT_EQ(fgt::run(cli + " detokenize " + vocab + " --file " + d.file("missing.txt"), &out, &err), 1);
+  EXPECT_NE(err.find("missing.txt"), std::string::npos) << err;
 }
 
 }  // namespace
