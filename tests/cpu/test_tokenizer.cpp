@@ -633,8 +633,18 @@ TEST(Tokenizer, RandomBytesNeverCrashAndRoundTrip) {
       fg_tokenizer_free_ids(raw);
       std::string d = decode(t.t, ids);
       EXPECT_EQ(stream_decode(t.t, ids), d);
+      // A GGUF's byte-level vocabulary leaves out a byte whose character is no token, as
+      // llama.cpp does (SmolLM2's has no "\xFE", for one): the text comes back without them.
+      std::string kept;
+      for (char c : s) {
+        int32_t *one = nullptr;
+        size_t k = 0;
+        ASSERT_EQ(fg_tokenizer_encode(t.t, &c, 1, false, &one, &k), FG_OK) << fg_last_error();
+        fg_tokenizer_free_ids(one);
+        if (k || fg_tokenizer_model(t.t) != FG_TOK_BPE) kept += c;
+      }
       if (fg_tokenizer_model(t.t) == FG_TOK_BPE || (s.find("\xE2\x96\x81") == std::string::npos && !has_added(s))) {
-        ASSERT_EQ(d, s) << name << " iteration " << it;
+        ASSERT_EQ(d, kept) << name << " iteration " << it;
       }
     }
     // The tiny vocabularies were trained with all 256 bytes, and SentencePiece falls back to
