@@ -227,6 +227,51 @@ static void per_cp(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
   }
 }
 
+static void bert_ascii(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
+  char b[256];
+  for (size_t i = 0; i < n;) {
+    size_t k = 0;
+    for (; i < n && k < sizeof b; i++) {
+      uint32_t c = (unsigned char)s[i];
+      if (x->clean && (c == 0 || fg_hf_is_control(c))) continue;
+      if (x->clean && fg_hf_is_whitespace(c)) c = ' ';
+      b[k++] = (char)(x->lower ? fg_hf_lower(c) : c); /* ASCII lower-cases to ASCII */
+    }
+    put(o, b, k);
+  }
+}
+
+/* BertNormalizer on text without ASCII: clean_text and the CJK spaces, NFD and the marks
+ * dropped, lower case, pass after pass. */
+static fg_status bert_other(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
+  fg_status st = FG_OK;
+  sbuf t1 = {0}, t2 = {0};
+  per_cp(x, s, n, &t1);
+  const char *cur = t1.p ? t1.p : "";
+  size_t cn = t1.n;
+  if (x->accents) {
+    fg_hf_norm acc = {.kind = N_ACCENTS, .mn_only = true};
+    if (!(st = form(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, cur, cn, &t2))) {
+      sbuf t3 = {0};
+      per_cp(&acc, t2.p ? t2.p : "", t2.n, &t3);
+      free(t2.p);
+      t2 = t3;
+      cur = t2.p ? t2.p : "";
+      cn = t2.n;
+    }
+  }
+  if (!st && x->lower) {
+    fg_hf_norm low = {.kind = N_LOWER};
+    per_cp(&low, cur, cn, o);
+  } else if (!st) {
+    put(o, cur, cn);
+  }
+  bool oom = t1.oom || t2.oom;
+  free(t1.p);
+  free(t2.p);
+  return st ? st : oom ? fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory") : FG_OK;
+}
+
 static fg_status step(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
   fg_status st = FG_OK;
   switch (x->kind) {
@@ -268,33 +313,22 @@ static fg_status step(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
     pcre2_match_data_free(md);
     return FG_OK;
   }
-  case N_BERT: {
-    sbuf t1 = {0}, t2 = {0};
-    per_cp(x, s, n, &t1);
-    const char *cur = t1.p ? t1.p : "";
-    size_t cn = t1.n;
-    if (x->accents) {
-      fg_hf_norm acc = {.kind = N_ACCENTS, .mn_only = true};
-      if (!(st = form(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, cur, cn, &t2))) {
-        sbuf t3 = {0};
-        per_cp(&acc, t2.p ? t2.p : "", t2.n, &t3);
-        free(t2.p);
-        t2 = t3;
-        cur = t2.p ? t2.p : "";
-        cn = t2.n;
+  case N_BERT:
+    /* ASCII bytes, most of most text, take one pass: NFD, the accent strip and the CJK
+     * spacing change none, and as starters they part the runs NFD works on, so the runs of
+     * other characters are normalized on their own with the same result. */
+    for (size_t i = 0; i < n && !st;) {
+      size_t j = i;
+      if ((unsigned char)s[i] < 0x80) {
+        while (j < n && (unsigned char)s[j] < 0x80) j++;
+        bert_ascii(x, s + i, j - i, o);
+      } else {
+        while (j < n && (unsigned char)s[j] >= 0x80) j++;
+        st = bert_other(x, s + i, j - i, o);
       }
+      i = j;
     }
-    if (!st && x->lower) {
-      fg_hf_norm low = {.kind = N_LOWER};
-      per_cp(&low, cur, cn, o);
-    } else if (!st) {
-      put(o, cur, cn);
-    }
-    bool oom = t1.oom || t2.oom;
-    free(t1.p);
-    free(t2.p);
-    return st ? st : oom ? fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory") : FG_OK;
-  }
+    return st ? st : o->oom ? fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory") : FG_OK;
   }
   return FG_OK;
 }
