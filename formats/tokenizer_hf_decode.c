@@ -38,15 +38,8 @@ static fg_status read_one(const char *file, const char *where, const cJSON *o, f
     }
     return FG_OK;
   }
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 4;
-    fg_hf_dec *q = realloc(*v, c * sizeof *q);
-    if (!q) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
-    *v = q;
-    *cap = c;
-  }
-  fg_hf_dec *x = &(*v)[(*n)++];
-  memset(x, 0, sizeof *x);
+  fg_hf_dec *x;
+  if ((s = fg_hf_list_push((void **)v, n, cap, sizeof **v, (void **)&x))) return s;
   const char *key = NULL, *dflt = "";
   if (strcmp(t, "ByteLevel") == 0) x->kind = D_BYTELEVEL;
   else if (strcmp(t, "ByteFallback") == 0) x->kind = D_BYTEFALLBACK;

@@ -29,6 +29,9 @@ typedef struct fg_hf_words {
   } *w;
   size_t nw, capw;
 } fg_hf_words;
+/* One more zeroed element of size bytes at the end of the list *v (n used, cap allocated):
+ * the steps' component lists, read from the file one by one. */
+fg_status fg_hf_list_push(void **v, size_t *n, size_t *cap, size_t size, void **slot);
 fg_status fg_hf_words_push(fg_hf_words *ws, const char *s, size_t n, bool first);
 /* Appends bytes to the last word (which must exist). */
 fg_status fg_hf_words_extend(fg_hf_words *ws, const char *s, size_t n);

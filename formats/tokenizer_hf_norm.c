@@ -33,19 +33,6 @@ static bool flag(const cJSON *o, const char *key, bool dflt) {
 
 static fg_status read_one(const char *file, const char *where, const cJSON *o, fg_hf_norm **v, size_t *n, size_t *cap);
 
-static fg_status push(fg_hf_norm **v, size_t *n, size_t *cap, fg_hf_norm **slot) {
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 4;
-    fg_hf_norm *q = realloc(*v, c * sizeof *q);
-    if (!q) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
-    *v = q;
-    *cap = c;
-  }
-  *slot = &(*v)[(*n)++];
-  memset(*slot, 0, sizeof **slot);
-  return FG_OK;
-}
-
 static fg_status read_one(const char *file, const char *where, const cJSON *o, fg_hf_norm **v, size_t *n, size_t *cap) {
   const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type");
   if (!cJSON_IsString(ty)) return fg_fail(FG_ERR_INVALID_ARG, "%s: %s has no \"type\" string", file, where);
@@ -63,7 +50,7 @@ static fg_status read_one(const char *file, const char *where, const cJSON *o, f
     return FG_OK;
   }
   fg_hf_norm *x = NULL;
-  fg_status s = push(v, n, cap, &x);
+  fg_status s = fg_hf_list_push((void **)v, n, cap, sizeof **v, (void **)&x);
   if (s) return s;
   if (strcmp(t, "NFC") == 0) x->kind = N_FORM, x->form = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
   else if (strcmp(t, "NFD") == 0) x->kind = N_FORM, x->form = UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;

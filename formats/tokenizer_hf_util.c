@@ -19,6 +19,19 @@ static fg_status grow(void **p, size_t *cap, size_t need, size_t size) {
   return FG_OK;
 }
 
+fg_status fg_hf_list_push(void **v, size_t *n, size_t *cap, size_t size, void **slot) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 4;
+    void *q = realloc(*v, c * size);
+    if (!q) return fg_fail(FG_ERR_NOMEM, "tokenizer: out of memory");
+    *v = q;
+    *cap = c;
+  }
+  *slot = (char *)*v + (*n)++ * size;
+  memset(*slot, 0, size);
+  return FG_OK;
+}
+
 fg_status fg_hf_words_push(fg_hf_words *ws, const char *s, size_t n, bool first) {
   fg_status st = grow((void **)&ws->buf, &ws->cap, ws->len + n + 1, 1);
   if (!st) st = grow((void **)&ws->w, &ws->capw, ws->nw + 1, sizeof *ws->w);
