@@ -29,6 +29,7 @@ void fg_tok_hf_free(fg_tok_hf *h) {
   free(h->suffix);
   free(h->merges);
   free(h->scores);
+  free(h->uni);
   for (size_t i = 0; i < h->n_added; i++) free(h->added[i].text);
   free(h->added);
   free(h->post);
@@ -331,6 +332,7 @@ fg_status fg_hf_build(const char *file, const cJSON *root, const cJSON *cfg, fg_
       if (fg_tok_len(t, (int32_t)i) > h->max_piece) h->max_piece = fg_tok_len(t, (int32_t)i);
     }
     h->unk_score = lo - 10.0;
+    if ((s = fg_hf_unigram_index(t, h, n))) goto done;
   }
   const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
   if (kind == FG_HF_BPE && !cJSON_IsArray(merges)) {

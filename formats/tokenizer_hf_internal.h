@@ -109,6 +109,8 @@ struct fg_tok_hf {
   double *scores; /* Unigram */
   double unk_score;
   size_t max_piece;          /* Unigram: longest piece in bytes */
+  struct fg_hf_uni_slot *uni; /* Unigram: every piece and every prefix of one (tokenizer_unigram.c) */
+  uint64_t uni_cap;           /* power of two */
   int32_t byte_ids[256];     /* <0xXX> pieces, -1 none */
   fg_hf_added *added;        /* by first byte, longest first within a byte */
   size_t n_added;
@@ -122,6 +124,9 @@ void fg_tok_hf_free(fg_tok_hf *h);
 /* The model's ids for one pre-tokenized piece (tokenizer_hf_model.c, tokenizer_unigram.c). */
 fg_status fg_hf_model_word(const fg_tokenizer *t, const char *w, size_t n, fg_tok_ids *out);
 fg_status fg_hf_unigram_word(const fg_tokenizer *t, const char *w, size_t n, fg_tok_ids *out);
+/* Unigram's lookup table, built once the vocabulary is: the Viterbi extends a piece byte by
+ * byte and stops where no piece goes on. */
+fg_status fg_hf_unigram_index(const fg_tokenizer *t, fg_tok_hf *h, size_t n_pieces);
 /* Reads model (vocab, merges, options) into h and the token texts; tokenizer_hf_model.c. */
 fg_status fg_hf_build(const char *file, const struct cJSON *root, const struct cJSON *cfg, fg_tokenizer **out);
 fg_status fg_hf_build_merges(const char *file, fg_tokenizer *t, const struct cJSON *merges);
