@@ -165,6 +165,12 @@ static fg_status form_run(int opts, const char *s, size_t n, sbuf *o) {
  * stay as they are: the runs between them are normalized on their own (such a code point is
  * a starter there, so nothing reorders or composes across it). */
 static fg_status form(int opts, const char *s, size_t n, sbuf *o) {
+  size_t a = 0;
+  while (a < n && (unsigned char)s[a] < 0x80) a++;
+  if (a == n) { /* ASCII is its own form in all four */
+    put(o, s, n);
+    return FG_OK;
+  }
   bool compat = (opts & UTF8PROC_COMPAT) != 0;
   size_t start = 0;
   for (size_t i = 0; i < n;) {
@@ -188,6 +194,20 @@ static fg_status form(int opts, const char *s, size_t n, sbuf *o) {
 /* Per code point steps; an invalid byte is copied as it is. */
 static void per_cp(const fg_hf_norm *x, const char *s, size_t n, sbuf *o) {
   for (size_t i = 0; i < n;) {
+    if ((unsigned char)s[i] < 0x80 && x->kind != N_BERT) { /* no ASCII byte is a mark */
+      size_t j = i;
+      while (j < n && (unsigned char)s[j] < 0x80) j++;
+      if (x->kind == N_LOWER) {
+        for (; i < j; i++) {
+          char c = (char)fg_hf_lower((unsigned char)s[i]); /* ASCII lower-cases to ASCII */
+          put(o, &c, 1);
+        }
+      } else {
+        put(o, s + i, j - i);
+        i = j;
+      }
+      continue;
+    }
     uint32_t c;
     size_t l = fg_tok_utf8_get((const unsigned char *)s + i, n - i, &c);
     if (!l) {
