@@ -164,13 +164,7 @@ static fg_status form_run(int opts, const char *s, size_t n, sbuf *o) {
 /* A Unicode form, except that the code points `tokenizers`' older tables do not decompose
  * stay as they are: the runs between them are normalized on their own (such a code point is
  * a starter there, so nothing reorders or composes across it). */
-static fg_status form(int opts, const char *s, size_t n, sbuf *o) {
-  size_t a = 0;
-  while (a < n && (unsigned char)s[a] < 0x80) a++;
-  if (a == n) { /* ASCII is its own form in all four */
-    put(o, s, n);
-    return FG_OK;
-  }
+static fg_status form_other(int opts, const char *s, size_t n, sbuf *o) {
   bool compat = (opts & UTF8PROC_COMPAT) != 0;
   size_t start = 0;
   for (size_t i = 0; i < n;) {
@@ -189,6 +183,33 @@ static fg_status form(int opts, const char *s, size_t n, sbuf *o) {
     i += l;
   }
   return form_run(opts, s + start, n - start, o);
+}
+
+/* ASCII is its own form in all four. Decomposing forms also take ASCII runs apart from the
+ * rest: an ASCII character is a starter that decomposes to itself, so nothing reorders across
+ * it; composing ones (NFC, NFKC) may join it with the mark after it, so they take mixed text
+ * whole. */
+static fg_status form(int opts, const char *s, size_t n, sbuf *o) {
+  size_t a = 0;
+  while (a < n && (unsigned char)s[a] < 0x80) a++;
+  if (a == n) {
+    put(o, s, n);
+    return FG_OK;
+  }
+  if (opts & UTF8PROC_COMPOSE) return form_other(opts, s, n, o);
+  fg_status st = FG_OK;
+  for (size_t i = 0; i < n && !st;) {
+    size_t j = i;
+    if ((unsigned char)s[i] < 0x80) {
+      while (j < n && (unsigned char)s[j] < 0x80) j++;
+      put(o, s + i, j - i);
+    } else {
+      while (j < n && (unsigned char)s[j] >= 0x80) j++;
+      st = form_other(opts, s + i, j - i, o);
+    }
+    i = j;
+  }
+  return st;
 }
 
 /* Per code point steps; an invalid byte is copied as it is. */
