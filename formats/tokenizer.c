@@ -50,21 +50,24 @@ static uint64_t mix64(uint64_t x) {
   return x;
 }
 
-const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, int32_t right) {
-  if (!t->merge_cap) return NULL;
+const fg_tok_merge_slot *fg_tok_merge_lookup(const fg_tok_merge_slot *m, uint64_t cap, int32_t left, int32_t right) {
+  if (!cap) return NULL;
   uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
-  for (uint64_t h = mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
-    const fg_tok_merge_slot *s = &t->merges[h];
+  for (uint64_t h = mix64(key) & (cap - 1);; h = (h + 1) & (cap - 1)) {
+    const fg_tok_merge_slot *s = &m[h];
     if (s->key == key) return s;
     if (s->key == 0) return NULL;
   }
 }
 
-/* Inserts unless the pair is there already (the better rank, inserted first, stays). */
-static void merge_insert(fg_tokenizer *t, int32_t left, int32_t right, uint32_t rank, int32_t id) {
+const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, int32_t right) {
+  return fg_tok_merge_lookup(t->merges, t->merge_cap, left, right);
+}
+
+void fg_tok_merge_put(fg_tok_merge_slot *m, uint64_t cap, int32_t left, int32_t right, uint32_t rank, int32_t id) {
   uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
-  for (uint64_t h = mix64(key) & (t->merge_cap - 1);; h = (h + 1) & (t->merge_cap - 1)) {
-    fg_tok_merge_slot *s = &t->merges[h];
+  for (uint64_t h = mix64(key) & (cap - 1);; h = (h + 1) & (cap - 1)) {
+    fg_tok_merge_slot *s = &m[h];
     if (s->key == key) return;
     if (s->key == 0) {
       s->key = key;
@@ -126,7 +129,7 @@ static fg_status build_merges(fg_tokenizer *t, const fg_tok_vocab *v) {
                    (int)n, m, (int)ln, m, (int)rn, sp + 1);
       break;
     }
-    merge_insert(t, a, b, (uint32_t)r, c);
+    fg_tok_merge_put(t->merges, t->merge_cap, a, b, (uint32_t)r, c);
   }
   free(joined);
   return st;

@@ -9,22 +9,8 @@
 
 #include "formats/tokenizer_hf_internal.h"
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
 static const fg_tok_merge_slot *find(const fg_tok_hf *h, int32_t l, int32_t r) {
-  if (!h->merge_cap) return NULL;
-  uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)r) + 1;
-  for (uint64_t i = mix64(key) & (h->merge_cap - 1);; i = (i + 1) & (h->merge_cap - 1)) {
-    if (h->merges[i].key == key) return &h->merges[i];
-    if (!h->merges[i].key) return NULL;
-  }
+  return fg_tok_merge_lookup(h->merges, h->merge_cap, l, r);
 }
 
 /* A merge's halves: "a b", or [a, b] in newer files. */
@@ -79,14 +65,7 @@ fg_status fg_hf_build_merges(const char *file, fg_tokenizer *t, const cJSON *mer
                    a, (int)bn, b, l < 0 ? "the left half" : rr < 0 ? "the right half" : "their join");
       break;
     }
-    uint64_t key = (((uint64_t)(uint32_t)l << 32) | (uint32_t)rr) + 1;
-    for (uint64_t i = mix64(key) & (cap - 1);; i = (i + 1) & (cap - 1)) {
-      if (h->merges[i].key == key) break; /* the better rank came first and stays */
-      if (!h->merges[i].key) {
-        h->merges[i] = (fg_tok_merge_slot){key, (uint32_t)r, m};
-        break;
-      }
-    }
+    fg_tok_merge_put(h->merges, cap, l, rr, (uint32_t)r, m); /* the better rank came first and stays */
     r++;
   }
   free(j);

@@ -116,6 +116,10 @@ fg_status fg_tok_read_json(const char *path, struct cJSON **out);
 
 /* Merge-table lookup: the slot for (left, right), or NULL. */
 const fg_tok_merge_slot *fg_tok_merge_find(const fg_tokenizer *t, int32_t left, int32_t right);
+/* The same over any table of cap slots (a power of two; a Hugging Face pipeline keeps its
+ * own); put inserts unless the pair is there already (the better rank, put first, stays). */
+const fg_tok_merge_slot *fg_tok_merge_lookup(const fg_tok_merge_slot *m, uint64_t cap, int32_t left, int32_t right);
+void fg_tok_merge_put(fg_tok_merge_slot *m, uint64_t cap, int32_t left, int32_t right, uint32_t rank, int32_t id);
 
 /* Encode one piece after pre-tokenization (BPE) or one normalized fragment (SPM). */
 fg_status fg_tok_bpe_piece(const fg_tokenizer *t, const char *piece, size_t len, fg_tok_ids *out);
