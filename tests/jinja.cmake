@@ -6,4 +6,5 @@
 set(FORGIA_LM_CACHE "${PROJECT_SOURCE_DIR}/.lm-cache" CACHE PATH "where the lm tests keep models and the reference venv")
 add_test(NAME interop.jinja_templates COMMAND ${FORGIA_PYTHON} ${PROJECT_SOURCE_DIR}/tests/data/chat/jinja_templates.py
   --forgia $<TARGET_FILE:forgia_cli> --cache ${FORGIA_LM_CACHE})
-set_tests_properties(interop.jinja_templates PROPERTIES LABELS interop TIMEOUT 600)
+# after interop.tok_llama_vocabs, which fetches the same sdist into the same cache
+set_tests_properties(interop.jinja_templates PROPERTIES LABELS interop TIMEOUT 600 DEPENDS interop.tok_llama_vocabs)

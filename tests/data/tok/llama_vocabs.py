@@ -30,8 +30,15 @@ SEP = "\n__ggml_vocab_test__\n"
 REFUSED = {}
 
 
-def fetch(cache):
-    out = os.path.join(cache, "llama-vocabs")
+# The folders of the cache that take members of the sdist; the 76 MB tarball goes once all hold
+# theirs.
+USERS = ("llama-vocabs", "llama-templates")
+
+
+def extract(cache, sub, prefix, keep):
+    """The sdist's files under prefix whose names keep() accepts, extracted into cache/sub once
+    (the tarball fetched with pip and its sha256 checked first)."""
+    out = os.path.join(cache, sub)
     done = os.path.join(out, ".complete")
     if os.path.exists(done):
         return out
@@ -45,17 +52,22 @@ def fetch(cache):
         for b in iter(lambda: f.read(1 << 20), b""):
             h.update(b)
     if h.hexdigest() != SHA256:
-        sys.exit(f"llama_vocabs: {tar}: sha256 {h.hexdigest()}, expected {SHA256}")
+        sys.exit(f"{tar}: sha256 {h.hexdigest()}, expected {SHA256}")
     os.makedirs(out, exist_ok=True)
     with tarfile.open(tar) as t:
         for m in t.getmembers():
-            name = m.name[len(PREFIX):] if m.name.startswith(PREFIX) else ""
-            if m.isfile() and name.startswith("ggml-vocab-") and "/" not in name:
+            name = m.name[len(prefix):] if m.name.startswith(prefix) else ""
+            if m.isfile() and "/" not in name and keep(name):
                 with t.extractfile(m) as src, open(os.path.join(out, name), "wb") as dst:
                     dst.write(src.read())
     open(done, "w").close()
-    os.remove(tar)  # 76 MB; the vocabularies are what the check needs
+    if all(os.path.exists(os.path.join(cache, u, ".complete")) for u in USERS):
+        os.remove(tar)
     return out
+
+
+def fetch(cache):
+    return extract(cache, "llama-vocabs", PREFIX, lambda name: name.startswith("ggml-vocab-"))
 
 
 def main():
